@@ -1,0 +1,29 @@
+# Options for tenferro's own tests, examples and benchmarks (never for the library target).
+find_program(TENFERRO_CCACHE ccache)
+if(TENFERRO_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${TENFERRO_CCACHE})
+endif()
+
+add_library(tenferro_internal_options INTERFACE)
+target_link_libraries(tenferro_internal_options INTERFACE tenferro::tenferro)
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  target_compile_options(tenferro_internal_options INTERFACE -Wall -Wextra -Wpedantic)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # g++ 12 reports a false -Wrestrict inside xtensor's printing code at -O2 and above.
+    target_compile_options(tenferro_internal_options INTERFACE -Wno-restrict)
+  endif()
+  if(TENFERRO_MARCH)
+    target_compile_options(tenferro_internal_options INTERFACE -march=${TENFERRO_MARCH})
+  endif()
+  if(TENFERRO_SANITIZE)
+    target_compile_options(tenferro_internal_options INTERFACE
+      -fsanitize=${TENFERRO_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+    target_link_options(tenferro_internal_options INTERFACE -fsanitize=${TENFERRO_SANITIZE})
+  endif()
+endif()
+
+# tenferro_add_program(name source...): an executable with tenferro's internal options.
+function(tenferro_add_program name)
+  add_executable(${name} ${ARGN})
+  target_link_libraries(${name} PRIVATE tenferro_internal_options)
+endfunction()

@@ -1,0 +1,28 @@
+// The one place tenferro includes xtensor and xsimd. Every other header includes this one instead
+// of <xtensor/...> or <xsimd/...> (a layering test enforces it), so the compatibility fixes below
+// are in force before any xtensor template is instantiated.
+#pragma once
+
+#include <xtensor/xexpression_traits.hpp>
+
+// xtensor 0.24 + g++ >= 7 + C++20: xexpression_traits.hpp declares the svector-shape partial
+// specialization of xtype_for_shape only when __cplusplus == 201703L. Without it, P0522 template
+// template matching lets svector<T, N, A, Init> match the std::array-shaped specialization
+// S<X, N>, so the temporary type of an xarray expression becomes xtensor<T, 4>: xt::eval(a + a)
+// reads past its shape, immediate reductions throw and xt::tile corrupts the heap. Re-declaring
+// the more specialized template-template form restores xarray. (Fixed upstream in 0.26.)
+#if defined(__GNUC__) && (__GNUC__ > 6) && (__cplusplus > 201703L) && (XTENSOR_VERSION_MAJOR == 0) && \
+    (XTENSOR_VERSION_MINOR < 26)
+namespace xt::detail {
+template <template <class, std::size_t, class, bool> class S, class X, std::size_t N, class A, bool Init>
+struct xtype_for_shape<S<X, N, A, Init>> {
+  template <class T, layout_type L>
+  using type = xarray<T, L>;
+};
+}  // namespace xt::detail
+#endif
+
+#include <xsimd/xsimd.hpp>
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xtensor.hpp>

@@ -1,0 +1,77 @@
+// TypedTensor<T>: a Tensor whose element type is known at compile time, with element access by
+// multi-index. It shares the Tensor's buffer (no copy) and the same copy-on-write rule.
+#pragma once
+
+#include <tenferro/tensor/tensor.hpp>
+
+#include <array>
+#include <concepts>
+#include <string>
+
+namespace tenferro {
+
+template <Element T>
+class TypedTensor {
+ public:
+  using value_type = T;
+
+  // Throws DtypeMismatch unless tensor.dtype() is dtype_of<T>.
+  explicit TypedTensor(Tensor tensor) : tensor_(std::move(tensor)) { (void)tensor_.array<T>(); }
+
+  static TypedTensor from_vec_col_major(Shape shape, std::vector<T> data) {
+    return TypedTensor(Tensor::from_vec_col_major<T>(std::move(shape), std::move(data)));
+  }
+
+  const Tensor& tensor() const noexcept { return tensor_; }
+  Shape shape() const { return tensor_.shape(); }
+  std::size_t rank() const noexcept { return tensor_.rank(); }
+  std::size_t size() const noexcept { return tensor_.size(); }
+  static constexpr DType dtype() noexcept { return dtype_of<T>; }
+
+  const column_major_array<T>& array() const { return tensor_.array<T>(); }
+  column_major_array<T>& mutable_array() { return tensor_.mutable_array<T>(); }
+  std::span<const T> as_slice() const { return {array().data(), array().size()}; }
+
+  // Element at a multi-index, one index per dimension; throws Validation when the number of
+  // indices differs from rank() or an index is out of range.
+  template <std::convertible_to<std::size_t>... I>
+  const T& operator()(I... index) const {
+    return at(std::array<std::size_t, sizeof...(I)>{static_cast<std::size_t>(index)...});
+  }
+  const T& at(std::span<const std::size_t> index) const { return array().data()[offset(index)]; }
+  void set(std::span<const std::size_t> index, T value) {
+    const std::size_t k = offset(index);
+    mutable_array().data()[k] = value;
+  }
+
+ private:
+  std::size_t offset(std::span<const std::size_t> index) const {
+    const auto& shape = array().shape();
+    auto fail = [&](const std::string& what) {
+      throw Error(ErrorKind::Validation, "TypedTensor::at",
+                  what + " for a tensor of shape " + format_shape(Shape(shape.begin(), shape.end())));
+    };
+    if (index.size() != shape.size()) {
+      fail("got " + std::to_string(index.size()) + " indices");
+    }
+    std::size_t k = 0;
+    std::size_t stride = 1;
+    for (std::size_t d = 0; d < index.size(); ++d) {
+      if (index[d] >= shape[d]) {
+        fail("index " + std::to_string(index[d]) + " on axis " + std::to_string(d) + " is out of range");
+      }
+      k += index[d] * stride;
+      stride *= shape[d];
+    }
+    return k;
+  }
+
+  Tensor tensor_;
+};
+
+template <Element T>
+TypedTensor<T> Tensor::typed() const {
+  return TypedTensor<T>(*this);
+}
+
+}  // namespace tenferro

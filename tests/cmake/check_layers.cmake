@@ -1,0 +1,32 @@
+# Fails when a header includes a header of a higher layer, or when any header but the compat
+# header includes xtensor or xsimd directly. Layers, lowest first:
+set(layers core tensor expr cpu runtime ad ext)
+
+file(GLOB_RECURSE headers RELATIVE ${INCLUDE_DIR}/tenferro ${INCLUDE_DIR}/tenferro/*.hpp)
+set(compat core/detail/xtensor.hpp)
+set(violations "")
+foreach(header IN LISTS headers)
+  string(REGEX MATCH "^[^/]+" own_layer ${header})
+  list(FIND layers ${own_layer} own_rank)
+  if(own_rank EQUAL -1)
+    continue()  # the umbrella header sits above every layer
+  endif()
+  file(STRINGS ${INCLUDE_DIR}/tenferro/${header} lines REGEX "^[ \t]*#[ \t]*include")
+  foreach(line IN LISTS lines)
+    if(line MATCHES "<tenferro/([^/>]+)/")
+      list(FIND layers ${CMAKE_MATCH_1} included_rank)
+      if(included_rank GREATER own_rank)
+        string(APPEND violations "  ${header} (layer ${own_layer}) includes ${line}\n")
+      endif()
+    endif()
+    if(line MATCHES "<(xtensor|xsimd)/" AND NOT header STREQUAL compat)
+      string(APPEND violations "  ${header} includes ${line} directly; include <tenferro/${compat}>\n")
+    endif()
+  endforeach()
+endforeach()
+
+list(LENGTH headers count)
+if(violations)
+  message(FATAL_ERROR "layering violations:\n${violations}")
+endif()
+message(STATUS "layering: ${count} headers checked, no violations")

@@ -1,0 +1,35 @@
+# Builds and runs tests/package/consumer against tenferro, either installed to a scratch prefix
+# (MODE=find_package) or pulled in with add_subdirectory (MODE=add_subdirectory).
+file(REMOVE_RECURSE ${WORK_DIR})
+set(common -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release)
+if(LAUNCHER)
+  list(APPEND common -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
+endif()
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    string(REPLACE ";" " " text "${ARGN}")
+    message(FATAL_ERROR "failed (${rc}): ${text}")
+  endif()
+endfunction()
+
+if(MODE STREQUAL "find_package")
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/tenferro-build ${common}
+      -DCMAKE_INSTALL_PREFIX=${WORK_DIR}/prefix
+      -DTENFERRO_BUILD_TESTS=OFF -DTENFERRO_BUILD_EXAMPLES=OFF -DTENFERRO_BUILD_BENCH=OFF)
+  run(${CMAKE_COMMAND} --install ${WORK_DIR}/tenferro-build)
+  if(NOT EXISTS ${WORK_DIR}/prefix/include/tenferro/tenferro.hpp)
+    message(FATAL_ERROR "install did not place the headers")
+  endif()
+  run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/consumer-build ${common}
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DTENFERRO_CONSUME=find_package)
+else()
+  run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/consumer-build ${common}
+      -DTENFERRO_CONSUME=add_subdirectory -DTENFERRO_SOURCE_DIR=${SOURCE_DIR})
+  if(EXISTS ${WORK_DIR}/consumer-build/tenferro/tests)
+    message(FATAL_ERROR "tests were configured although tenferro was a subproject")
+  endif()
+endif()
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
+run(${WORK_DIR}/consumer-build/consumer)
