@@ -1,0 +1,249 @@
+// The entry points: eval, value_and_grad, grad, vjp, jvp.
+//
+// Inputs bind positionally to arg<0>, arg<1>, ...; more inputs than the expression uses are
+// allowed (their gradients are 0). Same-shape column-major inputs of the compute type, and
+// scalars, are read in place by the fused SIMD loop; other shapes broadcast NumPy-style (and
+// other layouts or element types are converted) through a copy, and gradients of broadcast inputs
+// are summed back to the input's shape.
+#pragma once
+
+#include <tenferro/expr/derivative.hpp>
+#include <tenferro/expr/eval/broadcast.hpp>
+#include <tenferro/expr/eval/inputs.hpp>
+#include <tenferro/expr/eval/program.hpp>
+
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace tenferro::expr {
+
+// value_and_grad's result: `auto [value, grads] = value_and_grad(e, x, y);`
+template <class T, class Grads>
+struct value_and_grad_result {
+  T value;
+  Grads grad;
+};
+
+// jvp's result: the value and the tangent (both T for a scalar expression, arrays otherwise).
+template <class V>
+struct jvp_result {
+  V value;
+  V tangent;
+};
+
+namespace detail {
+
+template <class T, class In>
+using leaf_t = std::conditional_t<ArrayInput<In>, array_leaf<T>, scalar_leaf<T>>;
+
+template <class In>
+inline constexpr bool is_tensor = std::is_same_v<std::remove_cvref_t<In>, Tensor>;
+
+template <class... In>
+constexpr void check_inputs() {
+  static_assert(!(is_tensor<In> || ...),
+                "a tenferro::Tensor has a run-time dtype: pass tensor.typed<double>() (or <float>) instead");
+  static_assert((Input<In> && ...),
+                "every input must be an xtensor container or TypedTensor of float or double, or an arithmetic scalar");
+}
+
+// Inputs bound to leaves of compute type T, with the broadcast shape and any converted copies.
+template <class T, class... In>
+struct binding {
+  std::tuple<leaf_t<T, In>...> leaves;
+  Shape shape;
+  std::size_t n = 1;
+  std::vector<column_major_array<T>> copies;
+
+  binding(std::string_view op, std::size_t shaped_inputs, const In&... in) {
+    copies.reserve(sizeof...(In));
+    // The broadcast shape of the first `shaped_inputs` inputs; later ones (cotangents) must match it.
+    std::size_t k = 0;
+    std::size_t first = sizeof...(In);
+    auto widen = [&](const auto& input) {
+      if constexpr (ArrayInput<decltype(input)>) {
+        if (k < shaped_inputs) {
+          if (first == sizeof...(In)) {
+            first = k;
+            shape = shape_of(container_of(input));
+          } else {
+            broadcast_into(shape, shape_of(container_of(input)), op, k, first);
+          }
+        }
+      }
+      ++k;
+    };
+    (widen(in), ...);
+    n = checked_shape_size(shape).value_or(0);
+    leaves = std::tuple<leaf_t<T, In>...>{bind(in)...};
+  }
+
+  template <class I>
+  leaf_t<T, I> bind(const I& input) {
+    if constexpr (ArrayInput<I>) {
+      const auto& c = container_of(input);
+      using C = std::remove_cvref_t<decltype(c)>;
+      if constexpr (std::is_same_v<typename C::value_type, T>) {
+        if (shape_of(c) == shape && column_major_storage(c)) return {c.data()};
+      }
+      copies.push_back(materialize<T>(c, shape));
+      return {copies.back().data()};
+    } else {
+      return {static_cast<T>(input)};
+    }
+  }
+};
+
+// The gradient output for input K of a scalar gradient field expression G.
+template <class In, class G>
+auto gradient_output(G g) {
+  if constexpr (ArrayInput<In>) {
+    return as_array<G>{std::move(g)};
+  } else {
+    return as_scalar<decltype(make_reduction<ops::sum>(g))>{make_reduction<ops::sum>(std::move(g))};
+  }
+}
+
+// An array gradient summed back to its input's shape when the input was broadcast.
+template <class T, class In, class V>
+auto fit_to_input(V value, const In& input) {
+  if constexpr (ArrayInput<In>) {
+    const Shape own = shape_of(container_of(input));
+    if (shape_of(value) != own) return reduce_to_shape<T>(value, own);
+  }
+  return value;
+}
+
+template <class E, std::size_t... K>
+auto gradient_outputs(const E& e, std::index_sequence<K...>, auto cotangent, const auto&... in) {
+  using Inputs = std::tuple<std::remove_cvref_t<decltype(in)>...>;
+  return std::make_tuple(gradient_output<std::tuple_element_t<K, Inputs>>(vjp_expr<K>(e, cotangent))...);
+}
+
+template <class T, class Values, class... In, std::size_t... K>
+auto fit_gradients(Values&& values, std::index_sequence<K...>, const std::tuple<const In&...>& in) {
+  return std::make_tuple(fit_to_input<T>(std::move(std::get<K>(values)), std::get<K>(in))...);
+}
+
+template <class Values, std::size_t... K>
+auto drop_first(Values&& values, std::index_sequence<K...>) {
+  return std::make_tuple(std::move(std::get<K + 1>(values))...);
+}
+
+}  // namespace detail
+
+// The value of e: a T for a scalar expression (a reduction or an expression of reductions), else
+// a column-major array of the broadcast shape of the inputs.
+template <Expression E, class... In>
+auto eval(const E& e, const In&... in) {
+  detail::check_inputs<In...>();
+  static_assert(sizeof...(In) >= arity<E>, "eval: the expression uses more placeholders than inputs were given");
+  using T = detail::compute_type_t<In...>;
+  detail::binding<T, In...> b("eval", sizeof...(In), in...);
+  if constexpr (is_scalar<E>) {
+    return std::get<0>(detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_scalar<E>{e}));
+  } else {
+    return std::get<0>(detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_array<E>{e}));
+  }
+}
+
+// The value of a scalar e and its gradient w.r.t. every input, in one fused pass (plus one per
+// reduction level): an array for an array input, a scalar (the summed adjoint) for a scalar one.
+template <Expression E, class... In>
+auto value_and_grad(const E& e, const In&... in) {
+  detail::check_inputs<In...>();
+  static_assert(sizeof...(In) >= arity<E>,
+                "value_and_grad: the expression uses more placeholders than inputs were given");
+  static_assert(is_scalar<E>,
+                "value_and_grad: the expression must be a scalar: reduce it with sum, mean, dot or log_sum_exp");
+  using T = detail::compute_type_t<In...>;
+  detail::binding<T, In...> b("value_and_grad", sizeof...(In), in...);
+  auto values = std::apply(
+      [&](const auto&... outs) { return detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_scalar<E>{e}, outs...); },
+      detail::gradient_outputs(e, std::index_sequence_for<In...>{}, one{}, in...));
+  auto grads = detail::drop_first(std::move(values), std::index_sequence_for<In...>{});
+  auto fitted = detail::fit_gradients<T>(std::move(grads), std::index_sequence_for<In...>{}, std::tie(in...));
+  return value_and_grad_result<T, decltype(fitted)>{std::get<0>(values), std::move(fitted)};
+}
+
+// The gradients alone (a tuple, one per input).
+template <Expression E, class... In>
+auto grad(const E& e, const In&... in) {
+  return value_and_grad(e, in...).grad;
+}
+
+// Vector-Jacobian product of an elementwise e: the cotangent of every input, given the
+// cotangent of the output (an array of the output's shape, or a scalar meaning that value
+// everywhere).
+template <Expression E, class C, class... In>
+auto vjp(const E& e, const C& cotangent, const In&... in) {
+  detail::check_inputs<C, In...>();
+  static_assert(sizeof...(In) >= arity<E>, "vjp: the expression uses more placeholders than inputs were given");
+  static_assert(!is_scalar<E>, "vjp: the expression is a scalar: use grad (and scale by the cotangent)");
+  using T = detail::compute_type_t<In..., C>;
+  constexpr std::size_t N = sizeof...(In);
+  detail::binding<T, In..., C> b("vjp", N, in..., cotangent);
+  if constexpr (ArrayInput<C>) {
+    const Shape cs = detail::shape_of(detail::container_of(cotangent));
+    if (cs != b.shape) {
+      throw Error(ErrorKind::ShapeMismatch, "vjp",
+                  "argument 'cotangent' has shape " + format_shape(cs) + " but the output has shape " +
+                      format_shape(b.shape));
+    }
+  }
+  auto values = std::apply(
+      [&](const auto&... outs) { return detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, outs...); },
+      detail::gradient_outputs(e, std::index_sequence_for<In...>{}, arg<N>{}, in...));
+  return detail::fit_gradients<T>(std::move(values), std::index_sequence_for<In...>{}, std::tie(in...));
+}
+
+// Jacobian-vector product: the value of e and its tangent when input k moves along tangent k
+// (same shape as input k; a scalar for a scalar input), in one pass.
+template <Expression E, class... In, class... Tn>
+auto jvp(const E& e, const std::tuple<In...>& inputs, const std::tuple<Tn...>& tangents) {
+  static_assert(sizeof...(In) == sizeof...(Tn), "jvp: give one tangent per input");
+  detail::check_inputs<std::remove_cvref_t<In>..., std::remove_cvref_t<Tn>...>();
+  static_assert(sizeof...(In) >= arity<E>, "jvp: the expression uses more placeholders than inputs were given");
+  constexpr std::size_t N = sizeof...(In);
+  using T = detail::compute_type_t<std::remove_cvref_t<In>..., std::remove_cvref_t<Tn>...>;
+  // Each tangent has its input's shape (scalars for scalars).
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto check = [&](std::size_t k, const auto& input, const auto& tangent) {
+      using I = std::remove_cvref_t<decltype(input)>;
+      using D = std::remove_cvref_t<decltype(tangent)>;
+      if constexpr (ArrayInput<I> != ArrayInput<D>) {
+        throw Error(ErrorKind::ShapeMismatch, "jvp",
+                    "argument 'tangents' " + std::to_string(k) + (ArrayInput<I> ? " is a scalar" : " is an array") +
+                        " but input " + std::to_string(k) + (ArrayInput<I> ? " is an array" : " is a scalar"));
+      } else if constexpr (ArrayInput<I>) {
+        const Shape si = detail::shape_of(detail::container_of(input));
+        const Shape st = detail::shape_of(detail::container_of(tangent));
+        if (si != st) {
+          throw Error(ErrorKind::ShapeMismatch, "jvp",
+                      "argument 'tangents' " + std::to_string(k) + " has shape " + format_shape(st) + " but input " +
+                          std::to_string(k) + " has shape " + format_shape(si));
+        }
+      }
+    };
+    (check(K, std::get<K>(inputs), std::get<K>(tangents)), ...);
+  }(std::make_index_sequence<N>{});
+
+  auto run = [&](const auto&... all) {
+    detail::binding<T, std::remove_cvref_t<decltype(all)>...> b("jvp", N, all...);
+    auto tangent = detail::tangent_expr<N>(e);
+    using Tan = decltype(tangent);
+    if constexpr (is_scalar<E>) {
+      auto [v, t] = detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_scalar<E>{e},
+                                                                detail::as_scalar<Tan>{tangent});
+      return jvp_result<T>{v, t};
+    } else {
+      auto [v, t] = detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_array<E>{e},
+                                                                detail::as_array<Tan>{tangent});
+      return jvp_result<column_major_array<T>>{std::move(v), std::move(t)};
+    }
+  };
+  return std::apply([&](const auto&... all) { return run(all...); }, std::tuple_cat(inputs, tangents));
+}
+
+}  // namespace tenferro::expr

@@ -1,0 +1,79 @@
+// The general path for inputs the fused loop cannot read as they are (another shape that
+// broadcasts, another storage order, another element type): copy them once into column-major
+// arrays of the broadcast shape, and sum gradient fields back over the broadcast axes.
+#pragma once
+
+#include <tenferro/core/shape.hpp>
+#include <tenferro/tensor/tensor.hpp>
+
+#include <vector>
+
+namespace tenferro::expr::detail {
+
+// Visits every element of `shape` in column-major order with its multi-index, keeping a running
+// offset into another array whose strides (in elements, per axis of `shape`) are given.
+template <class F>
+void for_each_column_major(const Shape& shape, const std::vector<std::ptrdiff_t>& strides, F&& f) {
+  const std::size_t n = checked_shape_size(shape).value_or(0);
+  std::vector<std::size_t> index(shape.size(), 0);
+  std::ptrdiff_t offset = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    f(k, offset);
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      if (++index[d] < shape[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= strides[d] * static_cast<std::ptrdiff_t>(index[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
+// Strides of an array of `shape` (right-aligned inside `target`, NumPy style) seen from `target`:
+// 0 on axes it lacks or where its extent is 1.
+inline std::vector<std::ptrdiff_t> broadcast_strides(const Shape& shape, const std::vector<std::ptrdiff_t>& own,
+                                                     const Shape& target) {
+  std::vector<std::ptrdiff_t> s(target.size(), 0);
+  const std::size_t lead = target.size() - shape.size();
+  for (std::size_t d = 0; d < shape.size(); ++d) s[lead + d] = shape[d] == 1 ? 0 : own[d];
+  return s;
+}
+
+inline std::vector<std::ptrdiff_t> column_major_strides(const Shape& shape) {
+  std::vector<std::ptrdiff_t> s(shape.size());
+  std::ptrdiff_t stride = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    s[d] = stride;
+    stride *= static_cast<std::ptrdiff_t>(shape[d]);
+  }
+  return s;
+}
+
+// A column-major copy of container `c` broadcast to `target`, converted to T.
+template <class T, class C>
+column_major_array<T> materialize(const C& c, const Shape& target) {
+  const Shape shape(c.shape().begin(), c.shape().end());
+  std::vector<std::ptrdiff_t> own(c.strides().begin(), c.strides().end());
+  auto out = column_major_array<T>::from_shape(target);
+  const auto* src = c.data();
+  T* dst = out.data();
+  for_each_column_major(target, broadcast_strides(shape, own, target),
+                        [&](std::size_t k, std::ptrdiff_t offset) { dst[k] = static_cast<T>(src[offset]); });
+  return out;
+}
+
+// The adjoint of broadcasting: sums a field of the broadcast shape back to `shape`.
+template <class T>
+column_major_array<T> reduce_to_shape(const column_major_array<T>& field, const Shape& shape) {
+  const Shape target(field.shape().begin(), field.shape().end());
+  auto out = column_major_array<T>::from_shape(shape);
+  std::fill(out.storage().begin(), out.storage().end(), T(0));
+  const T* src = field.data();
+  T* dst = out.data();
+  for_each_column_major(target, broadcast_strides(shape, column_major_strides(shape), target),
+                        [&](std::size_t k, std::ptrdiff_t offset) { dst[offset] += src[k]; });
+  return out;
+}
+
+}  // namespace tenferro::expr::detail

@@ -1,0 +1,137 @@
+// Binding inputs to placeholders: what eval() accepts, the element type it computes in, the
+// broadcast shape, and the leaves the kernels read.
+//
+// Accepted inputs: xtensor containers (xarray, xtensor, fixed, adaptors; any layout) of float or
+// double, tenferro::TypedTensor<float|double>, and arithmetic scalars. The compute type is double
+// when any input is double (or an integer scalar), float when every floating input is float.
+#pragma once
+
+#include <tenferro/core/detail/xtensor.hpp>
+#include <tenferro/core/error.hpp>
+#include <tenferro/core/shape.hpp>
+#include <tenferro/tensor/tensor.hpp>
+#include <tenferro/tensor/typed_tensor.hpp>
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace tenferro::expr {
+
+template <class T>
+concept Real = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+template <class In>
+concept XtensorInput = requires(const In& a) {
+  typename In::value_type;
+  a.data();
+  a.shape();
+  a.strides();
+  a.layout();
+} && std::is_base_of_v<xt::xcontainer<In>, In> && Real<typename In::value_type>;
+
+template <class In>
+concept TypedTensorInput = requires { typename In::value_type; } &&
+                           std::is_same_v<In, TypedTensor<typename In::value_type>> &&
+                           Real<typename In::value_type>;
+
+template <class In>
+concept ArrayInput = XtensorInput<std::remove_cvref_t<In>> || TypedTensorInput<std::remove_cvref_t<In>>;
+
+template <class In>
+concept ScalarInput = std::is_arithmetic_v<std::remove_cvref_t<In>> && !std::is_same_v<std::remove_cvref_t<In>, bool>;
+
+template <class In>
+concept Input = ArrayInput<In> || ScalarInput<In>;
+
+namespace detail {
+
+template <class In>
+struct input_element {
+  using type = std::remove_cvref_t<In>;
+};
+template <ArrayInput In>
+struct input_element<In> {
+  using type = typename std::remove_cvref_t<In>::value_type;
+};
+template <class In>
+using input_element_t = typename input_element<In>::type;
+
+// double if any input is double or an integer scalar; float if all floating inputs are float.
+template <class... In>
+constexpr bool all_float() {
+  return sizeof...(In) > 0 && (std::is_same_v<input_element_t<In>, float> && ...);
+}
+template <class... In>
+using compute_type_t = std::conditional_t<all_float<In...>(), float, double>;
+
+// The xtensor container behind an array input.
+template <class In>
+decltype(auto) container_of(const In& in) {
+  if constexpr (TypedTensorInput<In>) {
+    return in.array();
+  } else {
+    return (in);
+  }
+}
+
+template <class C>
+Shape shape_of(const C& c) {
+  return Shape(c.shape().begin(), c.shape().end());
+}
+
+// True when linear storage order equals column-major order for this container (extent-1 axes,
+// whose xtensor stride is 0, do not matter).
+template <class C>
+bool column_major_storage(const C& c) {
+  std::size_t expected = 1;
+  for (std::size_t d = 0; d < c.dimension(); ++d) {
+    if (c.shape()[d] != 1 && static_cast<std::size_t>(c.strides()[d]) != expected) return false;
+    expected *= c.shape()[d];
+  }
+  return true;
+}
+
+// NumPy broadcasting of `shape` into `result` (aligned at the last axis). Throws ShapeMismatch
+// naming both shapes.
+inline void broadcast_into(Shape& result, const Shape& shape, std::string_view op, std::size_t index,
+                           std::size_t first_index) {
+  Shape out(std::max(result.size(), shape.size()), 1);
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const std::size_t a = k < result.size() ? result[result.size() - 1 - k] : 1;
+    const std::size_t b = k < shape.size() ? shape[shape.size() - 1 - k] : 1;
+    if (a != b && a != 1 && b != 1) {
+      throw Error(ErrorKind::ShapeMismatch, std::string(op),
+                  "input " + std::to_string(index) + " has shape " + format_shape(shape) +
+                      ", which does not broadcast with shape " + format_shape(result) + " (of input " +
+                      std::to_string(first_index) + " and those before it)");
+    }
+    out[out.size() - 1 - k] = a == 1 ? b : a;
+  }
+  result = std::move(out);
+}
+
+// Leaves the kernels read: a contiguous column-major array of the broadcast shape, or a scalar.
+template <class T>
+struct array_leaf {
+  const T* data;
+  template <class B>
+  B load(std::size_t i) const {
+    return B::load_unaligned(data + i);
+  }
+  T at(std::size_t i) const { return data[i]; }
+};
+
+template <class T>
+struct scalar_leaf {
+  T value;
+  template <class B>
+  B load(std::size_t) const {
+    return B(value);
+  }
+  T at(std::size_t) const { return value; }
+};
+
+}  // namespace detail
+}  // namespace tenferro::expr

@@ -1,0 +1,124 @@
+// Evaluating one node: on an xsimd batch of elements (the fused loop's body) or on one element
+// (the scalar path: expressions of reductions, and the scalar reference used by the tests).
+//
+// Reductions are numbered in pre-order; `Base` is the number of the first reduction inside the
+// node being evaluated. A reduction met inside an elementwise expression was computed by an
+// earlier pass and is read from `results[Base]`.
+#pragma once
+
+#include <tenferro/core/detail/xtensor.hpp>
+#include <tenferro/expr/nodes.hpp>
+
+#include <cstddef>
+#include <tuple>
+
+namespace tenferro::expr::detail {
+
+template <class T, class Leaves>
+struct element_context {
+  const Leaves& leaves;
+  const T* results;  // one per reduction, by pre-order number
+  T n;               // element count of the broadcast shape (numel)
+  std::size_t i;     // first element
+};
+
+template <std::size_t Base, class B, class E, class Ctx>
+B eval_batch(const E& e, const Ctx& ctx) {
+  using T = typename B::value_type;
+  if constexpr (requires { E::index; }) {
+    return std::get<E::index>(ctx.leaves).template load<B>(ctx.i);
+  } else if constexpr (std::is_same_v<E, constant>) {
+    return B(static_cast<T>(e.value));
+  } else if constexpr (std::is_same_v<E, zero>) {
+    return B(T(0));
+  } else if constexpr (std::is_same_v<E, one>) {
+    return B(T(1));
+  } else if constexpr (std::is_same_v<E, numel>) {
+    return B(ctx.n);
+  } else if constexpr (requires { e.operand; }) {
+    return E::op_type::batch(eval_batch<Base, B>(e.operand, ctx));
+  } else if constexpr (requires { e.lhs; }) {
+    using L = std::remove_cvref_t<decltype(e.lhs)>;
+    return E::op_type::batch(eval_batch<Base, B>(e.lhs, ctx), eval_batch<Base + reduction_count<L>, B>(e.rhs, ctx));
+  } else {
+    return B(ctx.results[Base]);
+  }
+}
+
+template <std::size_t Base, class T, class E, class Ctx>
+T eval_element(const E& e, const Ctx& ctx) {
+  if constexpr (requires { E::index; }) {
+    return static_cast<T>(std::get<E::index>(ctx.leaves).at(ctx.i));
+  } else if constexpr (std::is_same_v<E, constant>) {
+    return static_cast<T>(e.value);
+  } else if constexpr (std::is_same_v<E, zero>) {
+    return T(0);
+  } else if constexpr (std::is_same_v<E, one>) {
+    return T(1);
+  } else if constexpr (std::is_same_v<E, numel>) {
+    return ctx.n;
+  } else if constexpr (requires { e.operand; }) {
+    return E::op_type::scalar(eval_element<Base, T>(e.operand, ctx));
+  } else if constexpr (requires { e.lhs; }) {
+    using L = std::remove_cvref_t<decltype(e.lhs)>;
+    return E::op_type::scalar(eval_element<Base, T>(e.lhs, ctx), eval_element<Base + reduction_count<L>, T>(e.rhs, ctx));
+  } else {
+    return ctx.results[Base];
+  }
+}
+
+// ---- what one pass computes ------------------------------------------------------------------
+
+// Reduction number Id, of Body with Op, computed in this pass.
+template <std::size_t Id, class Op, class Body>
+struct reduce_task {
+  static constexpr std::size_t id = Id;
+  using op = Op;
+  using body_type = Body;
+  const Body* body;
+};
+
+// An elementwise output written in this pass; its reductions start at number Base.
+template <std::size_t Base, class E, class T>
+struct store_task {
+  static constexpr std::size_t base = Base;
+  const E* expr;
+  T* out;
+};
+
+// The reductions of level P inside e, whose first reduction has number Base.
+template <std::size_t P, std::size_t Base, class E>
+auto collect_reductions(const E& e) {
+  if constexpr (level<E> < P) {
+    return std::tuple<>{};
+  } else if constexpr (requires { e.operand; }) {
+    return collect_reductions<P, Base>(e.operand);
+  } else if constexpr (requires { e.lhs; }) {
+    using L = std::remove_cvref_t<decltype(e.lhs)>;
+    return std::tuple_cat(collect_reductions<P, Base>(e.lhs), collect_reductions<P, Base + reduction_count<L>>(e.rhs));
+  } else if constexpr (level<E> == P) {
+    using Body = std::remove_cvref_t<decltype(e.body)>;
+    return std::tuple<reduce_task<Base, typename E::op_type, Body>>{{&e.body}};
+  } else {
+    return collect_reductions<P, Base + 1>(e.body);
+  }
+}
+
+// Index of the first task in Tasks with the same op and body type as task J (J itself if none):
+// a reduction the value and a gradient both contain is computed once when the values agree.
+template <class Tasks, std::size_t J>
+constexpr std::size_t first_same_task() {
+  using TJ = std::tuple_element_t<J, Tasks>;
+  std::size_t found = J;
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    ((found == J && K < J &&
+              std::is_same_v<typename std::tuple_element_t<K, Tasks>::op, typename TJ::op> &&
+              std::is_same_v<typename std::tuple_element_t<K, Tasks>::body_type, typename TJ::body_type>
+          ? (found = K, 0)
+          : 0),
+     ...);
+  }(std::make_index_sequence<J>{});
+  return found;
+}
+
+}  // namespace tenferro::expr::detail

@@ -1,0 +1,298 @@
+// Running a set of outputs over bound inputs: the staged, fused evaluation.
+//
+// Every reduction of level p (see nodes.hpp) across all outputs is computed in pass p, and every
+// elementwise output whose own reductions are of level < p is written in that same pass: one
+// loop over the data per reduction level, nothing of size n allocated but the outputs. So the
+// value sum(f) and the gradient fields of every input come out of ONE loop when the gradients do
+// not themselves need the value's reductions (sum(square(x)), the normal log-pdf); log(sum(exp))
+// needs its sum first, and takes one more.
+//
+// The loop runs over chunks of `chunk_elements` (whole SIMD batches) split with oneTBB in the
+// current task arena once n reaches `parallel_cutoff`. Each chunk reduces into its own partial,
+// and partials are combined in chunk order, so reductions are bit-identical for any thread count
+// and from run to run. The last partial batch of the data is padded and masked and goes through
+// the same kernel as the body, so a result never depends on an element's position.
+#pragma once
+
+#include <tenferro/core/shape.hpp>
+#include <tenferro/expr/eval/kernel.hpp>
+#include <tenferro/tensor/tensor.hpp>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+#include <vector>
+
+namespace tenferro::expr::detail {
+
+// Elements per chunk: the unit of threading and of deterministic reduction order.
+inline constexpr std::size_t chunk_elements = 4096;
+// Below this many elements the loop runs on the calling thread: measured on 2 cores, splitting
+// smaller loops costs more in task overhead than it gains (see docs/benchmarks.md).
+inline constexpr std::size_t parallel_cutoff = 32768;
+
+// What an output is: an elementwise array (filled with its value when the expression is scalar)
+// or one scalar.
+template <class E>
+struct as_array {
+  E expr;
+};
+template <class E>
+struct as_scalar {
+  E expr;
+  static_assert(is_scalar<E>, "a scalar output needs a scalar expression");
+};
+
+template <class O>
+struct output_info;
+template <class E>
+struct output_info<as_array<E>> {
+  using expr_type = E;
+  static constexpr bool streamed = !is_scalar<E>;  // written by a pass, not filled afterwards
+  static constexpr std::size_t pass = streamed ? level<E> + 1 : level<E>;
+};
+template <class E>
+struct output_info<as_scalar<E>> {
+  using expr_type = E;
+  static constexpr bool streamed = false;
+  static constexpr std::size_t pass = level<E>;
+};
+
+struct simd_policy {};
+struct reference_policy {};  // one element at a time with std math, serial: the tests' oracle
+
+template <class B>
+B lane_indices() {
+  using T = typename B::value_type;
+  alignas(64) std::array<T, B::size> lanes{};
+  for (std::size_t k = 0; k < B::size; ++k) lanes[k] = static_cast<T>(k);
+  return B::load_unaligned(lanes.data());
+}
+
+template <class Op, class B>
+typename B::value_type horizontal(const B& acc) {
+  using T = typename B::value_type;
+  alignas(64) std::array<T, B::size> lanes{};
+  acc.store_unaligned(lanes.data());
+  T total = lanes[0];
+  for (std::size_t k = 1; k < B::size; ++k) total = Op::combine(total, lanes[k]);
+  return total;
+}
+
+// One padded batch of every array leaf, starting at element i, `count` < batch size valid.
+template <class T, std::size_t W, class Leaves>
+auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
+                   std::array<std::array<T, W>, std::tuple_size_v<Leaves>>& buffers) {
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto pad = [&](const auto& leaf, std::array<T, W>& buf) {
+      using Leaf = std::remove_cvref_t<decltype(leaf)>;
+      if constexpr (std::is_same_v<Leaf, array_leaf<T>>) {
+        std::copy(leaf.data + i, leaf.data + i + count, buf.begin());
+        std::fill(buf.begin() + count, buf.end(), leaf.data[i + count - 1]);  // a value in the domain
+        return array_leaf<T>{buf.data()};
+      } else {
+        return leaf;
+      }
+    };
+    return Leaves{pad(std::get<K>(leaves), buffers[K])...};
+  }(std::make_index_sequence<std::tuple_size_v<Leaves>>{});
+}
+
+template <class T, class Reds, class Stores, class Leaves>
+void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
+              T* results) {
+  using B = xsimd::batch<T>;
+  constexpr std::size_t W = B::size;
+  static_assert(chunk_elements % W == 0);
+  constexpr std::size_t NR = std::tuple_size_v<Reds>;
+  constexpr std::size_t NS = std::tuple_size_v<Stores>;
+
+  // A duplicate reduction (same type, same constants as an earlier one) is computed once.
+  std::array<bool, NR> active{};
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((active[J] = first_same_task<Reds, J>() == J ||
+                  !same_values(*std::get<J>(reds).body, *std::get<first_same_task<Reds, J>()>(reds).body)),
+     ...);
+  }(std::make_index_sequence<NR>{});
+
+  const std::size_t chunks = (n + chunk_elements - 1) / chunk_elements;
+  std::vector<std::array<T, NR>> partial(NR > 0 ? chunks : 0);
+  const T count_n = static_cast<T>(n);
+
+  auto run_chunk = [&](std::size_t c) {
+    const std::size_t begin = c * chunk_elements;
+    const std::size_t end = std::min(n, begin + chunk_elements);
+    std::array<B, NR> acc;
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
+    }(std::make_index_sequence<NR>{});
+
+    // One batch: `valid` lanes count (all but in the padded tail), elements read from `at`
+    // of `ls`, written at element `out_at`.
+    auto step = [&]<bool Masked>(const Leaves& ls, std::size_t at, std::size_t out_at, std::size_t valid,
+                                 std::bool_constant<Masked>) {
+      const element_context<T, Leaves> ctx{ls, results, count_n, at};
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        auto reduce_one = [&]<std::size_t Jc>(std::integral_constant<std::size_t, Jc>) {
+          using Task = std::tuple_element_t<Jc, Reds>;
+          if (first_same_task<Reds, Jc>() != Jc && !active[Jc]) return;
+          B v = eval_batch<Task::id + 1, B>(*std::get<Jc>(reds).body, ctx);
+          if constexpr (Masked) {
+            v = xsimd::select(lane_indices<B>() < B(static_cast<T>(valid)), v,
+                              B(Task::op::template identity<T>()));
+          }
+          acc[Jc] = Task::op::combine(acc[Jc], v);
+        };
+        (reduce_one(std::integral_constant<std::size_t, J>{}), ...);
+      }(std::make_index_sequence<NR>{});
+      [&]<std::size_t... S>(std::index_sequence<S...>) {
+        auto store_one = [&](const auto& task) {
+          using Task = std::remove_cvref_t<decltype(task)>;
+          const B v = eval_batch<Task::base, B>(*task.expr, ctx);
+          if constexpr (Masked) {
+            alignas(64) std::array<T, B::size> tmp;
+            v.store_unaligned(tmp.data());
+            std::copy(tmp.begin(), tmp.begin() + valid, task.out + out_at);
+          } else {
+            v.store_unaligned(task.out + out_at);
+          }
+        };
+        (store_one(std::get<S>(stores)), ...);
+      }(std::make_index_sequence<NS>{});
+    };
+
+    std::size_t i = begin;
+    for (; i + W <= end; i += W) step(leaves, i, i, W, std::false_type{});
+    if (i < end) {
+      std::array<std::array<T, B::size>, std::tuple_size_v<Leaves>> buffers;
+      const Leaves tail = padded_leaves<T, B::size>(leaves, i, end - i, buffers);
+      step(tail, 0, i, end - i, std::true_type{});
+    }
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((partial[c][J] = horizontal<typename std::tuple_element_t<J, Reds>::op>(acc[J])), ...);
+    }(std::make_index_sequence<NR>{});
+  };
+
+  if (chunks > 1 && n >= parallel_cutoff) {
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, chunks, 1),
+        [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t c = r.begin(); c != r.end(); ++c) run_chunk(c);
+        },
+        tbb::simple_partitioner{});
+  } else {
+    for (std::size_t c = 0; c < chunks; ++c) run_chunk(c);
+  }
+
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    auto finish = [&]<std::size_t Jc>(std::integral_constant<std::size_t, Jc>) {
+      using Task = std::tuple_element_t<Jc, Reds>;
+      T total = Task::op::template identity<T>();
+      for (std::size_t c = 0; c < chunks; ++c) total = Task::op::combine(total, partial[c][Jc]);
+      results[Task::id] = total;
+    };
+    (finish(std::integral_constant<std::size_t, J>{}), ...);
+    // Duplicates take their first copy's value.
+    ((results[std::tuple_element_t<J, Reds>::id] =
+          active[J] ? results[std::tuple_element_t<J, Reds>::id]
+                    : results[std::tuple_element_t<first_same_task<Reds, J>(), Reds>::id]),
+     ...);
+  }(std::make_index_sequence<NR>{});
+}
+
+template <class T, class Reds, class Stores, class Leaves>
+void run_pass(reference_policy, const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
+              T* results) {
+  constexpr std::size_t NR = std::tuple_size_v<Reds>;
+  std::array<T, NR> acc;
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((acc[J] = std::tuple_element_t<J, Reds>::op::template identity<T>()), ...);
+  }(std::make_index_sequence<NR>{});
+  for (std::size_t i = 0; i < n; ++i) {
+    const element_context<T, Leaves> ctx{leaves, results, static_cast<T>(n), i};
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(
+            acc[J], eval_element<std::tuple_element_t<J, Reds>::id + 1, T>(*std::get<J>(reds).body, ctx))),
+       ...);
+    }(std::make_index_sequence<NR>{});
+    std::apply([&](const auto&... task) {
+      ((task.out[i] = eval_element<std::remove_cvref_t<decltype(task)>::base, T>(*task.expr, ctx)), ...);
+    }, stores);
+  }
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((results[std::tuple_element_t<J, Reds>::id] = acc[J]), ...);
+  }(std::make_index_sequence<NR>{});
+}
+
+template <class T, class O>
+using output_value_t = std::conditional_t<std::is_same_v<O, as_scalar<typename output_info<O>::expr_type>>, T,
+                                          column_major_array<T>>;
+
+// Evaluates every output over the leaves (n elements of broadcast shape `shape`) and returns
+// their values in a tuple: T for as_scalar, a column-major array of `shape` for as_array.
+template <class Policy, class T, class Leaves, class... Outs>
+std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::size_t n, const Shape& shape,
+                                                   const Outs&... outs) {
+  constexpr std::size_t reductions = (reduction_count<typename output_info<Outs>::expr_type> + ... + 0);
+  constexpr std::array<std::size_t, sizeof...(Outs)> bases = [] {
+    std::array<std::size_t, sizeof...(Outs)> b{};
+    std::size_t next = 0, k = 0;
+    ((b[k++] = next, next += reduction_count<typename output_info<Outs>::expr_type>), ...);
+    return b;
+  }();
+  constexpr std::size_t passes = std::max({std::size_t(0), output_info<Outs>::pass...});
+
+  std::array<T, reductions + 1> results{};
+  std::tuple<output_value_t<T, Outs>...> values;
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto allocate = [&](auto& value) {
+      if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(value)>, T>) {
+        value = column_major_array<T>::from_shape(shape);
+      }
+    };
+    (allocate(std::get<K>(values)), ...);
+  }(std::index_sequence_for<Outs...>{});
+
+  const auto outputs = std::forward_as_tuple(outs...);
+  [&]<std::size_t... P>(std::index_sequence<P...>) {
+    auto run_level = [&]<std::size_t Pass>(std::integral_constant<std::size_t, Pass>) {
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        auto reds = std::tuple_cat(collect_reductions<Pass, bases[K]>(std::get<K>(outputs).expr)...);
+        auto store_of = [&]<std::size_t Kc>(std::integral_constant<std::size_t, Kc>) {
+          using O = std::remove_cvref_t<std::tuple_element_t<Kc, std::tuple<Outs...>>>;
+          using E = typename output_info<O>::expr_type;
+          if constexpr (output_info<O>::streamed && output_info<O>::pass == Pass) {
+            return std::tuple<store_task<bases[Kc], E, T>>{{&std::get<Kc>(outputs).expr, std::get<Kc>(values).data()}};
+          } else {
+            return std::tuple<>{};
+          }
+        };
+        auto stores = std::tuple_cat(store_of(std::integral_constant<std::size_t, K>{})...);
+        run_pass<T>(Policy{}, reds, stores, leaves, n, results.data());
+      }(std::index_sequence_for<Outs...>{});
+    };
+    (run_level(std::integral_constant<std::size_t, P + 1>{}), ...);
+  }(std::make_index_sequence<passes>{});
+
+  // Scalar outputs, and array outputs whose expression is one value (e.g. a gradient of 1).
+  const element_context<T, Leaves> ctx{leaves, results.data(), static_cast<T>(n), 0};
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto finish = [&]<std::size_t Kc>(std::integral_constant<std::size_t, Kc>) {
+      using O = std::remove_cvref_t<std::tuple_element_t<Kc, std::tuple<Outs...>>>;
+      using E = typename output_info<O>::expr_type;
+      if constexpr (std::is_same_v<O, as_scalar<E>>) {
+        std::get<Kc>(values) = eval_element<bases[Kc], T>(std::get<Kc>(outputs).expr, ctx);
+      } else if constexpr (!output_info<O>::streamed) {
+        auto& a = std::get<Kc>(values);
+        std::fill(a.storage().begin(), a.storage().end(), eval_element<bases[Kc], T>(std::get<Kc>(outputs).expr, ctx));
+      }
+    };
+    (finish(std::integral_constant<std::size_t, K>{}), ...);
+  }(std::index_sequence_for<Outs...>{});
+  return values;
+}
+
+}  // namespace tenferro::expr::detail

@@ -1,0 +1,33 @@
+// Reductions over every element of an elementwise body, to one scalar. Each op is a struct:
+//   name                 printed name
+//   identity<T>()        the value of an empty reduction
+//   combine(a, b)        scalar and batch combination (associative)
+// Their derivative rules live in derivative.hpp:
+//   sum:  value Σ b_i;  reverse: the scalar cotangent c broadcasts, vjp(b, c); forward: Σ t_i.
+//   max:  value max b_i (-inf when empty);  reverse: c is split evenly over the maximal elements,
+//         vjp(b, c [b == m] / Σ[b == m]); forward: the mean tangent over the maximal elements.
+#pragma once
+
+#include <tenferro/core/detail/xtensor.hpp>
+
+#include <limits>
+#include <string_view>
+
+namespace tenferro::expr::ops {
+
+struct sum {
+  static constexpr std::string_view name = "sum";
+  template <class T> static constexpr T identity() { return T(0); }
+  template <class V> static V combine(const V& a, const V& b) { return a + b; }
+};
+
+struct max {
+  static constexpr std::string_view name = "max";
+  template <class T> static constexpr T identity() { return -std::numeric_limits<T>::infinity(); }
+  template <class T> static T combine(T a, T b) { return a >= b ? a : b; }
+  template <class T, class A> static xsimd::batch<T, A> combine(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) {
+    return xsimd::max(a, b);
+  }
+};
+
+}  // namespace tenferro::expr::ops
