@@ -11,6 +11,8 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # g++ 12 reports a false -Wrestrict inside xtensor's printing code at -O2 and above.
     target_compile_options(tenferro_internal_options INTERFACE -Wno-restrict)
+    # g++ 12 reports false uninitialized reads inside its own AVX-512 intrinsics headers (xsimd).
+    target_compile_options(tenferro_internal_options INTERFACE -Wno-uninitialized -Wno-maybe-uninitialized)
   endif()
   if(TENFERRO_MARCH)
     target_compile_options(tenferro_internal_options INTERFACE -march=${TENFERRO_MARCH})

@@ -16,8 +16,8 @@ namespace tenferro::expr {
 // placeholders<N>() → arg<0>{}, ..., arg<N-1>{}:  auto [x, y] = placeholders<2>();
 template <std::size_t N>
 constexpr auto placeholders() {
-  return []<std::size_t... I>(std::index_sequence<I...>) { return std::tuple<arg<I>...>{}; }(
-      std::make_index_sequence<N>{});
+  return []<std::size_t... I>(std::index_sequence<I...>) { return std::tuple<arg<I>...>{}; }
+  (std::make_index_sequence<N>{});
 }
 
 namespace detail {
@@ -113,68 +113,147 @@ constexpr auto as_node(E&& e) {
 template <class L, class R>
 concept Operands = (Expression<L> && (Expression<R> || Scalar<R>)) || (Scalar<L> && Expression<R>);
 
+// An operand that is neither an expression nor an arithmetic value (a string, a pointer, an
+// xtensor array, ...) next to an expression: one readable error instead of a list of overloads.
+template <class T>
+inline constexpr bool always_false = false;
+template <class L, class R>
+concept MisusedOperands = (Expression<L> && !Expression<R> && !Scalar<R>) ||
+                          (Expression<R> && !Expression<L> && !Scalar<L>);
+template <class L, class R>
+requires MisusedOperands<L, R>
+void operator+(L&&, R&&) {
+  static_assert(always_false<L>, "tenferro::expr: an operand must be an expression or an arithmetic scalar");
+}
+template <class L, class R>
+requires MisusedOperands<L, R>
+void operator-(L&&, R&&) {
+  static_assert(always_false<L>, "tenferro::expr: an operand must be an expression or an arithmetic scalar");
+}
+template <class L, class R>
+requires MisusedOperands<L, R>
+void operator*(L&&, R&&) {
+  static_assert(always_false<L>, "tenferro::expr: an operand must be an expression or an arithmetic scalar");
+}
+template <class L, class R>
+requires MisusedOperands<L, R>
+void operator/(L&&, R&&) {
+  static_assert(always_false<L>, "tenferro::expr: an operand must be an expression or an arithmetic scalar");
+}
+
 template <Expression E>
 constexpr auto operator-(E&& e) {
   return unary<ops::neg, std::remove_cvref_t<E>>(std::forward<E>(e));
 }
 template <class L, class R>
-  requires Operands<L, R>
+requires Operands<L, R>
 constexpr auto operator+(L&& l, R&& r) {
   return binary<ops::add, decltype(detail::as_node(l)), decltype(detail::as_node(r))>(
       detail::as_node(std::forward<L>(l)), detail::as_node(std::forward<R>(r)));
 }
 template <class L, class R>
-  requires Operands<L, R>
+requires Operands<L, R>
 constexpr auto operator-(L&& l, R&& r) {
   return binary<ops::sub, decltype(detail::as_node(l)), decltype(detail::as_node(r))>(
       detail::as_node(std::forward<L>(l)), detail::as_node(std::forward<R>(r)));
 }
 template <class L, class R>
-  requires Operands<L, R>
+requires Operands<L, R>
 constexpr auto operator*(L&& l, R&& r) {
   return binary<ops::mul, decltype(detail::as_node(l)), decltype(detail::as_node(r))>(
       detail::as_node(std::forward<L>(l)), detail::as_node(std::forward<R>(r)));
 }
 template <class L, class R>
-  requires Operands<L, R>
+requires Operands<L, R>
 constexpr auto operator/(L&& l, R&& r) {
   return binary<ops::div, decltype(detail::as_node(l)), decltype(detail::as_node(r))>(
       detail::as_node(std::forward<L>(l)), detail::as_node(std::forward<R>(r)));
 }
 
 // Elementwise functions (the math and the derivative of each is documented on its op in ops/).
-template <Expression E> constexpr auto exp(E e) { return unary<ops::exp, E>(std::move(e)); }
-template <Expression E> constexpr auto log(E e) { return unary<ops::log, E>(std::move(e)); }
-template <Expression E> constexpr auto sqrt(E e) { return unary<ops::sqrt, E>(std::move(e)); }
-template <Expression E> constexpr auto rsqrt(E e) { return unary<ops::rsqrt, E>(std::move(e)); }
-template <Expression E> constexpr auto sin(E e) { return unary<ops::sin, E>(std::move(e)); }
-template <Expression E> constexpr auto cos(E e) { return unary<ops::cos, E>(std::move(e)); }
-template <Expression E> constexpr auto tan(E e) { return unary<ops::tan, E>(std::move(e)); }
-template <Expression E> constexpr auto tanh(E e) { return unary<ops::tanh, E>(std::move(e)); }
-template <Expression E> constexpr auto sinh(E e) { return unary<ops::sinh, E>(std::move(e)); }
-template <Expression E> constexpr auto cosh(E e) { return unary<ops::cosh, E>(std::move(e)); }
-template <Expression E> constexpr auto abs(E e) { return unary<ops::abs, E>(std::move(e)); }
-template <Expression E> constexpr auto sign(E e) { return unary<ops::sign, E>(std::move(e)); }
-template <Expression E> constexpr auto square(E e) { return unary<ops::square, E>(std::move(e)); }
-template <Expression E> constexpr auto log1p(E e) { return unary<ops::log1p, E>(std::move(e)); }
-template <Expression E> constexpr auto expm1(E e) { return unary<ops::expm1, E>(std::move(e)); }
-template <Expression E> constexpr auto sigmoid(E e) { return unary<ops::sigmoid, E>(std::move(e)); }
-template <Expression E> constexpr auto stop_gradient(E e) { return unary<ops::stop_gradient, E>(std::move(e)); }
+template <Expression E>
+constexpr auto exp(E e) {
+  return unary<ops::exp, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto log(E e) {
+  return unary<ops::log, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto sqrt(E e) {
+  return unary<ops::sqrt, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto rsqrt(E e) {
+  return unary<ops::rsqrt, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto sin(E e) {
+  return unary<ops::sin, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto cos(E e) {
+  return unary<ops::cos, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto tan(E e) {
+  return unary<ops::tan, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto tanh(E e) {
+  return unary<ops::tanh, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto sinh(E e) {
+  return unary<ops::sinh, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto cosh(E e) {
+  return unary<ops::cosh, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto abs(E e) {
+  return unary<ops::abs, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto sign(E e) {
+  return unary<ops::sign, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto square(E e) {
+  return unary<ops::square, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto log1p(E e) {
+  return unary<ops::log1p, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto expm1(E e) {
+  return unary<ops::expm1, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto sigmoid(E e) {
+  return unary<ops::sigmoid, E>(std::move(e));
+}
+template <Expression E>
+constexpr auto stop_gradient(E e) {
+  return unary<ops::stop_gradient, E>(std::move(e));
+}
 
 template <class L, class R>
-  requires Operands<L, R>
+requires Operands<L, R>
 constexpr auto pow(L&& base, R&& exponent) {
   return binary<ops::pow, decltype(detail::as_node(base)), decltype(detail::as_node(exponent))>(
       detail::as_node(std::forward<L>(base)), detail::as_node(std::forward<R>(exponent)));
 }
 template <class L, class R>
-  requires Operands<L, R>
+requires Operands<L, R>
 constexpr auto maximum(L&& a, R&& b) {
   return binary<ops::maximum, decltype(detail::as_node(a)), decltype(detail::as_node(b))>(
       detail::as_node(std::forward<L>(a)), detail::as_node(std::forward<R>(b)));
 }
 template <class L, class R>
-  requires Operands<L, R>
+requires Operands<L, R>
 constexpr auto minimum(L&& a, R&& b) {
   return binary<ops::minimum, decltype(detail::as_node(a)), decltype(detail::as_node(b))>(
       detail::as_node(std::forward<L>(a)), detail::as_node(std::forward<R>(b)));
@@ -184,15 +263,19 @@ constexpr auto minimum(L&& a, R&& b) {
 // expression). Each reduces over every element of the evaluation's broadcast shape.
 
 // sum(e) = Σ e_i (0 when empty)
-template <Expression E> constexpr auto sum(E e) { return reduction<ops::sum, E>(std::move(e)); }
+template <Expression E>
+constexpr auto sum(E e) {
+  return reduction<ops::sum, E>(std::move(e));
+}
 // mean(e) = sum(e) / n, n the element count (NaN when empty)
-template <Expression E> constexpr auto mean(E e) { return sum(std::move(e)) / numel{}; }
+template <Expression E>
+constexpr auto mean(E e) {
+  return sum(std::move(e)) / numel{};
+}
 // dot(a, b) = Σ a_i b_i
 template <class L, class R>
-  requires Operands<L, R>
-constexpr auto dot(L&& a, R&& b) {
-  return sum(std::forward<L>(a) * std::forward<R>(b));
-}
+requires Operands<L, R>
+constexpr auto dot(L&& a, R&& b) { return sum(std::forward<L>(a) * std::forward<R>(b)); }
 // log_sum_exp(e) = log Σ exp(e_i), computed as m + log Σ exp(e_i - m) with m = max e_i, so it
 // neither overflows nor underflows. The shift m is a stop_gradient: its exact derivative
 // contribution is 0. Gradient: softmax(e). -inf when empty.

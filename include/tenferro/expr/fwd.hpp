@@ -12,11 +12,11 @@
 namespace tenferro::expr {
 
 template <std::size_t I>
-struct arg;        // placeholder for the I-th input
-struct constant;   // a run-time scalar (2.0 in 2.0 * x)
-struct zero;       // the compile-time 0 of simplification
-struct one;        // the compile-time 1 of simplification
-struct numel;      // the element count of the evaluation's broadcast shape (used by mean)
+struct arg;       // placeholder for the I-th input
+struct constant;  // a run-time scalar (2.0 in 2.0 * x)
+struct zero;      // the compile-time 0 of simplification
+struct one;       // the compile-time 1 of simplification
+struct numel;     // the element count of the evaluation's broadcast shape (used by mean)
 
 template <class Op, class E>
 struct unary;
@@ -25,15 +25,34 @@ struct binary;
 template <class Op, class E>
 struct reduction;  // a scalar reduction of an elementwise body over every element
 
-// Every node derives from node_base; the concept below is the node protocol every operator and
-// entry point is constrained by.
-struct node_base {};
+// The node protocol every operator and entry point is constrained by: exactly the node templates
+// above (never "anything that is not a scalar"). A trait, not a base class, so nodes stay as small
+// as their data: 2.0 * x is one double.
+template <class E>
+inline constexpr bool is_node = false;
+template <std::size_t I>
+inline constexpr bool is_node<arg<I>> = true;
+template <>
+inline constexpr bool is_node<constant> = true;
+template <>
+inline constexpr bool is_node<zero> = true;
+template <>
+inline constexpr bool is_node<one> = true;
+template <>
+inline constexpr bool is_node<numel> = true;
+template <class Op, class E>
+inline constexpr bool is_node<unary<Op, E>> = true;
+template <class Op, class L, class R>
+inline constexpr bool is_node<binary<Op, L, R>> = true;
+template <class Op, class E>
+inline constexpr bool is_node<reduction<Op, E>> = true;
 
 template <class E>
-concept Expression = std::derived_from<std::remove_cvref_t<E>, node_base>;
+concept Expression = is_node<std::remove_cvref_t<E>>;
 
 // A C++ arithmetic value that mixes into expressions as a constant (2.0 * x, x / 3).
 template <class S>
-concept Scalar = std::is_arithmetic_v<std::remove_cvref_t<S>> && !std::is_same_v<std::remove_cvref_t<S>, bool>;
+concept Scalar =
+    std::is_arithmetic_v<std::remove_cvref_t<S>> && !std::is_same_v<std::remove_cvref_t<S>, bool>;
 
 }  // namespace tenferro::expr

@@ -10,29 +10,29 @@
 namespace tenferro::expr {
 
 template <std::size_t I>
-struct arg : node_base {
+struct arg {
   static constexpr std::size_t index = I;
 };
 
-struct constant : node_base {
+struct constant {
   double value = 0.0;
   constexpr constant() = default;
   constexpr explicit constant(double v) : value(v) {}
 };
 
-struct zero : node_base {};
-struct one : node_base {};
-struct numel : node_base {};
+struct zero {};
+struct one {};
+struct numel {};
 
 template <class Op, class E>
-struct unary : node_base {
+struct unary {
   using op_type = Op;
   [[no_unique_address]] E operand;
   constexpr explicit unary(E e) : operand(std::move(e)) {}
 };
 
 template <class Op, class L, class R>
-struct binary : node_base {
+struct binary {
   using op_type = Op;
   [[no_unique_address]] L lhs;
   [[no_unique_address]] R rhs;
@@ -40,7 +40,7 @@ struct binary : node_base {
 };
 
 template <class Op, class E>
-struct reduction : node_base {
+struct reduction {
   using op_type = Op;
   [[no_unique_address]] E body;
   constexpr explicit reduction(E e) : body(std::move(e)) {}
@@ -77,7 +77,7 @@ inline constexpr bool is_scalar<arg<I>> = false;
 template <class Op, class E>
 inline constexpr bool is_scalar<unary<Op, E>> = is_scalar<E>;
 template <class Op, class L, class R>
-inline constexpr bool is_scalar<binary<Op, L, R>> = is_scalar<L> && is_scalar<R>;
+inline constexpr bool is_scalar<binary<Op, L, R>> = is_scalar<L>&& is_scalar<R>;
 template <class Op, class E>
 inline constexpr bool is_scalar<reduction<Op, E>> = true;
 

@@ -44,8 +44,9 @@ template <class... In>
 constexpr void check_inputs() {
   static_assert(!(is_tensor<In> || ...),
                 "a tenferro::Tensor has a run-time dtype: pass tensor.typed<double>() (or <float>) instead");
-  static_assert((Input<In> && ...),
-                "every input must be an xtensor container or TypedTensor of float or double, or an arithmetic scalar");
+  static_assert(
+      (Input<In> && ...),
+      "every input must be an xtensor container or TypedTensor of float or double, or an arithmetic scalar");
 }
 
 // Inputs bound to leaves of compute type T, with the broadcast shape and any converted copies.
@@ -133,20 +134,41 @@ auto drop_first(Values&& values, std::index_sequence<K...>) {
 
 }  // namespace detail
 
+namespace detail {
+// eval with a chosen policy: simd_policy (the library) or reference_policy (the tests' oracle).
+template <class Policy, class E, class... In>
+auto eval_with(const E& e, const In&... in) {
+  using T = compute_type_t<In...>;
+  binding<T, In...> b("eval", sizeof...(In), in...);
+  if constexpr (is_scalar<E>) {
+    return std::get<0>(run_program<Policy, T>(b.leaves, b.n, b.shape, as_scalar<E>{e}));
+  } else {
+    return std::get<0>(run_program<Policy, T>(b.leaves, b.n, b.shape, as_array<E>{e}));
+  }
+}
+}  // namespace detail
+
 // The value of e: a T for a scalar expression (a reduction or an expression of reductions), else
 // a column-major array of the broadcast shape of the inputs.
 template <Expression E, class... In>
 auto eval(const E& e, const In&... in) {
   detail::check_inputs<In...>();
-  static_assert(sizeof...(In) >= arity<E>, "eval: the expression uses more placeholders than inputs were given");
-  using T = detail::compute_type_t<In...>;
-  detail::binding<T, In...> b("eval", sizeof...(In), in...);
-  if constexpr (is_scalar<E>) {
-    return std::get<0>(detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_scalar<E>{e}));
-  } else {
-    return std::get<0>(detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_array<E>{e}));
-  }
+  static_assert(sizeof...(In) >= arity<E>,
+                "eval: the expression uses more placeholders than inputs were given");
+  return detail::eval_with<detail::simd_policy>(e, in...);
 }
+
+// Passes over the data that value_and_grad makes for expression type E with N inputs: the chosen
+// evaluation plan is observable at compile time (sum(square(x)) and the normal log-pdf: 1;
+// log_sum_exp: 3 — max, sum, gradient).
+template <class E, std::size_t N>
+inline constexpr std::size_t value_and_grad_passes = []<std::size_t... K>(std::index_sequence<K...>) {
+  return std::max(
+      {level<E>,
+       detail::output_info<
+           detail::as_array<decltype(detail::vjp_expr<K>(std::declval<const E&>(), one{}))>>::pass...});
+}
+(std::make_index_sequence<N>{});
 
 // The value of a scalar e and its gradient w.r.t. every input, in one fused pass (plus one per
 // reduction level): an array for an array input, a scalar (the summed adjoint) for a scalar one.
@@ -155,12 +177,16 @@ auto value_and_grad(const E& e, const In&... in) {
   detail::check_inputs<In...>();
   static_assert(sizeof...(In) >= arity<E>,
                 "value_and_grad: the expression uses more placeholders than inputs were given");
-  static_assert(is_scalar<E>,
-                "value_and_grad: the expression must be a scalar: reduce it with sum, mean, dot or log_sum_exp");
+  static_assert(
+      is_scalar<E>,
+      "value_and_grad: the expression must be a scalar: reduce it with sum, mean, dot or log_sum_exp");
   using T = detail::compute_type_t<In...>;
   detail::binding<T, In...> b("value_and_grad", sizeof...(In), in...);
   auto values = std::apply(
-      [&](const auto&... outs) { return detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_scalar<E>{e}, outs...); },
+      [&](const auto&... outs) {
+        return detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_scalar<E>{e},
+                                                           outs...);
+      },
       detail::gradient_outputs(e, std::index_sequence_for<In...>{}, one{}, in...));
   auto grads = detail::drop_first(std::move(values), std::index_sequence_for<In...>{});
   auto fitted = detail::fit_gradients<T>(std::move(grads), std::index_sequence_for<In...>{}, std::tie(in...));
@@ -179,7 +205,8 @@ auto grad(const E& e, const In&... in) {
 template <Expression E, class C, class... In>
 auto vjp(const E& e, const C& cotangent, const In&... in) {
   detail::check_inputs<C, In...>();
-  static_assert(sizeof...(In) >= arity<E>, "vjp: the expression uses more placeholders than inputs were given");
+  static_assert(sizeof...(In) >= arity<E>,
+                "vjp: the expression uses more placeholders than inputs were given");
   static_assert(!is_scalar<E>, "vjp: the expression is a scalar: use grad (and scale by the cotangent)");
   using T = detail::compute_type_t<In..., C>;
   constexpr std::size_t N = sizeof...(In);
@@ -193,7 +220,9 @@ auto vjp(const E& e, const C& cotangent, const In&... in) {
     }
   }
   auto values = std::apply(
-      [&](const auto&... outs) { return detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, outs...); },
+      [&](const auto&... outs) {
+        return detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, outs...);
+      },
       detail::gradient_outputs(e, std::index_sequence_for<In...>{}, arg<N>{}, in...));
   return detail::fit_gradients<T>(std::move(values), std::index_sequence_for<In...>{}, std::tie(in...));
 }
@@ -204,7 +233,8 @@ template <Expression E, class... In, class... Tn>
 auto jvp(const E& e, const std::tuple<In...>& inputs, const std::tuple<Tn...>& tangents) {
   static_assert(sizeof...(In) == sizeof...(Tn), "jvp: give one tangent per input");
   detail::check_inputs<std::remove_cvref_t<In>..., std::remove_cvref_t<Tn>...>();
-  static_assert(sizeof...(In) >= arity<E>, "jvp: the expression uses more placeholders than inputs were given");
+  static_assert(sizeof...(In) >= arity<E>,
+                "jvp: the expression uses more placeholders than inputs were given");
   constexpr std::size_t N = sizeof...(In);
   using T = detail::compute_type_t<std::remove_cvref_t<In>..., std::remove_cvref_t<Tn>...>;
   // Each tangent has its input's shape (scalars for scalars).
@@ -214,36 +244,41 @@ auto jvp(const E& e, const std::tuple<In...>& inputs, const std::tuple<Tn...>& t
       using D = std::remove_cvref_t<decltype(tangent)>;
       if constexpr (ArrayInput<I> != ArrayInput<D>) {
         throw Error(ErrorKind::ShapeMismatch, "jvp",
-                    "argument 'tangents' " + std::to_string(k) + (ArrayInput<I> ? " is a scalar" : " is an array") +
-                        " but input " + std::to_string(k) + (ArrayInput<I> ? " is an array" : " is a scalar"));
+                    "argument 'tangents' " + std::to_string(k) +
+                        (ArrayInput<I> ? " is a scalar" : " is an array") + " but input " +
+                        std::to_string(k) + (ArrayInput<I> ? " is an array" : " is a scalar"));
       } else if constexpr (ArrayInput<I>) {
         const Shape si = detail::shape_of(detail::container_of(input));
         const Shape st = detail::shape_of(detail::container_of(tangent));
         if (si != st) {
           throw Error(ErrorKind::ShapeMismatch, "jvp",
-                      "argument 'tangents' " + std::to_string(k) + " has shape " + format_shape(st) + " but input " +
-                          std::to_string(k) + " has shape " + format_shape(si));
+                      "argument 'tangents' " + std::to_string(k) + " has shape " + format_shape(st) +
+                          " but input " + std::to_string(k) + " has shape " + format_shape(si));
         }
       }
     };
     (check(K, std::get<K>(inputs), std::get<K>(tangents)), ...);
-  }(std::make_index_sequence<N>{});
+  }
+  (std::make_index_sequence<N>{});
 
   auto run = [&](const auto&... all) {
     detail::binding<T, std::remove_cvref_t<decltype(all)>...> b("jvp", N, all...);
     auto tangent = detail::tangent_expr<N>(e);
     using Tan = decltype(tangent);
     if constexpr (is_scalar<E>) {
-      auto [v, t] = detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_scalar<E>{e},
-                                                                detail::as_scalar<Tan>{tangent});
+      auto [v, t] = detail::run_program<detail::simd_policy, T>(
+          b.leaves, b.n, b.shape, detail::as_scalar<E>{e}, detail::as_scalar<Tan>{tangent});
       return jvp_result<T>{v, t};
     } else {
-      auto [v, t] = detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_array<E>{e},
-                                                                detail::as_array<Tan>{tangent});
+      auto [v, t] = detail::run_program<detail::simd_policy, T>(
+          b.leaves, b.n, b.shape, detail::as_array<E>{e}, detail::as_array<Tan>{tangent});
       return jvp_result<column_major_array<T>>{std::move(v), std::move(t)};
     }
   };
-  return std::apply([&](const auto&... all) { return run(all...); }, std::tuple_cat(inputs, tangents));
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return run(std::get<K>(inputs)..., std::get<K>(tangents)...);
+  }
+  (std::make_index_sequence<N>{});
 }
 
 }  // namespace tenferro::expr

@@ -9,6 +9,7 @@
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/core/error.hpp>
 #include <tenferro/core/shape.hpp>
+#include <tenferro/expr/eval/kernel.hpp>
 #include <tenferro/tensor/tensor.hpp>
 #include <tenferro/tensor/typed_tensor.hpp>
 
@@ -29,18 +30,21 @@ concept XtensorInput = requires(const In& a) {
   a.shape();
   a.strides();
   a.layout();
-} && std::is_base_of_v<xt::xcontainer<In>, In> && Real<typename In::value_type>;
+}
+&&std::is_base_of_v<xt::xcontainer<In>, In>&& Real<typename In::value_type>;
 
 template <class In>
-concept TypedTensorInput = requires { typename In::value_type; } &&
-                           std::is_same_v<In, TypedTensor<typename In::value_type>> &&
-                           Real<typename In::value_type>;
+concept TypedTensorInput = requires {
+  typename In::value_type;
+}
+&&std::is_same_v<In, TypedTensor<typename In::value_type>>&& Real<typename In::value_type>;
 
 template <class In>
 concept ArrayInput = XtensorInput<std::remove_cvref_t<In>> || TypedTensorInput<std::remove_cvref_t<In>>;
 
 template <class In>
-concept ScalarInput = std::is_arithmetic_v<std::remove_cvref_t<In>> && !std::is_same_v<std::remove_cvref_t<In>, bool>;
+concept ScalarInput =
+    std::is_arithmetic_v<std::remove_cvref_t<In>> && !std::is_same_v<std::remove_cvref_t<In>, bool>;
 
 template <class In>
 concept Input = ArrayInput<In> || ScalarInput<In>;
@@ -111,27 +115,6 @@ inline void broadcast_into(Shape& result, const Shape& shape, std::string_view o
   }
   result = std::move(out);
 }
-
-// Leaves the kernels read: a contiguous column-major array of the broadcast shape, or a scalar.
-template <class T>
-struct array_leaf {
-  const T* data;
-  template <class B>
-  B load(std::size_t i) const {
-    return B::load_unaligned(data + i);
-  }
-  T at(std::size_t i) const { return data[i]; }
-};
-
-template <class T>
-struct scalar_leaf {
-  T value;
-  template <class B>
-  B load(std::size_t) const {
-    return B(value);
-  }
-  T at(std::size_t) const { return value; }
-};
 
 }  // namespace detail
 }  // namespace tenferro::expr

@@ -14,6 +14,27 @@
 
 namespace tenferro::expr::detail {
 
+// Leaves the kernels read: a contiguous column-major array of the broadcast shape, or a scalar.
+template <class T>
+struct array_leaf {
+  const T* data;
+  template <class B>
+  B load(std::size_t i) const {
+    return B::load_unaligned(data + i);
+  }
+  T at(std::size_t i) const { return data[i]; }
+};
+
+template <class T>
+struct scalar_leaf {
+  T value;
+  template <class B>
+  B load(std::size_t) const {
+    return B(value);
+  }
+  T at(std::size_t) const { return value; }
+};
+
 template <class T, class Leaves>
 struct element_context {
   const Leaves& leaves;
@@ -39,7 +60,8 @@ B eval_batch(const E& e, const Ctx& ctx) {
     return E::op_type::batch(eval_batch<Base, B>(e.operand, ctx));
   } else if constexpr (requires { e.lhs; }) {
     using L = std::remove_cvref_t<decltype(e.lhs)>;
-    return E::op_type::batch(eval_batch<Base, B>(e.lhs, ctx), eval_batch<Base + reduction_count<L>, B>(e.rhs, ctx));
+    return E::op_type::batch(eval_batch<Base, B>(e.lhs, ctx),
+                             eval_batch<Base + reduction_count<L>, B>(e.rhs, ctx));
   } else {
     return B(ctx.results[Base]);
   }
@@ -61,7 +83,8 @@ T eval_element(const E& e, const Ctx& ctx) {
     return E::op_type::scalar(eval_element<Base, T>(e.operand, ctx));
   } else if constexpr (requires { e.lhs; }) {
     using L = std::remove_cvref_t<decltype(e.lhs)>;
-    return E::op_type::scalar(eval_element<Base, T>(e.lhs, ctx), eval_element<Base + reduction_count<L>, T>(e.rhs, ctx));
+    return E::op_type::scalar(eval_element<Base, T>(e.lhs, ctx),
+                              eval_element<Base + reduction_count<L>, T>(e.rhs, ctx));
   } else {
     return ctx.results[Base];
   }
@@ -95,7 +118,8 @@ auto collect_reductions(const E& e) {
     return collect_reductions<P, Base>(e.operand);
   } else if constexpr (requires { e.lhs; }) {
     using L = std::remove_cvref_t<decltype(e.lhs)>;
-    return std::tuple_cat(collect_reductions<P, Base>(e.lhs), collect_reductions<P, Base + reduction_count<L>>(e.rhs));
+    return std::tuple_cat(collect_reductions<P, Base>(e.lhs),
+                          collect_reductions<P, Base + reduction_count<L>>(e.rhs));
   } else if constexpr (level<E> == P) {
     using Body = std::remove_cvref_t<decltype(e.body)>;
     return std::tuple<reduce_task<Base, typename E::op_type, Body>>{{&e.body}};
@@ -111,13 +135,13 @@ constexpr std::size_t first_same_task() {
   using TJ = std::tuple_element_t<J, Tasks>;
   std::size_t found = J;
   [&]<std::size_t... K>(std::index_sequence<K...>) {
-    ((found == J && K < J &&
-              std::is_same_v<typename std::tuple_element_t<K, Tasks>::op, typename TJ::op> &&
+    ((found == J && K < J && std::is_same_v<typename std::tuple_element_t<K, Tasks>::op, typename TJ::op> &&
               std::is_same_v<typename std::tuple_element_t<K, Tasks>::body_type, typename TJ::body_type>
           ? (found = K, 0)
           : 0),
      ...);
-  }(std::make_index_sequence<J>{});
+  }
+  (std::make_index_sequence<J>{});
   return found;
 }
 

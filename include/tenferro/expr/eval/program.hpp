@@ -98,7 +98,8 @@ auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
       }
     };
     return Leaves{pad(std::get<K>(leaves), buffers[K])...};
-  }(std::make_index_sequence<std::tuple_size_v<Leaves>>{});
+  }
+  (std::make_index_sequence<std::tuple_size_v<Leaves>>{});
 }
 
 template <class T, class Reds, class Stores, class Leaves>
@@ -116,7 +117,8 @@ void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves&
     ((active[J] = first_same_task<Reds, J>() == J ||
                   !same_values(*std::get<J>(reds).body, *std::get<first_same_task<Reds, J>()>(reds).body)),
      ...);
-  }(std::make_index_sequence<NR>{});
+  }
+  (std::make_index_sequence<NR>{});
 
   const std::size_t chunks = (n + chunk_elements - 1) / chunk_elements;
   std::vector<std::array<T, NR>> partial(NR > 0 ? chunks : 0);
@@ -128,7 +130,8 @@ void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves&
     std::array<B, NR> acc;
     [&]<std::size_t... J>(std::index_sequence<J...>) {
       ((acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
-    }(std::make_index_sequence<NR>{});
+    }
+    (std::make_index_sequence<NR>{});
 
     // One batch: `valid` lanes count (all but in the padded tail), elements read from `at`
     // of `ls`, written at element `out_at`.
@@ -146,8 +149,10 @@ void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves&
           }
           acc[Jc] = Task::op::combine(acc[Jc], v);
         };
+        (void)reduce_one;  // unused when the pass has no reduction
         (reduce_one(std::integral_constant<std::size_t, J>{}), ...);
-      }(std::make_index_sequence<NR>{});
+      }
+      (std::make_index_sequence<NR>{});
       [&]<std::size_t... S>(std::index_sequence<S...>) {
         auto store_one = [&](const auto& task) {
           using Task = std::remove_cvref_t<decltype(task)>;
@@ -160,8 +165,10 @@ void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves&
             v.store_unaligned(task.out + out_at);
           }
         };
+        (void)store_one;
         (store_one(std::get<S>(stores)), ...);
-      }(std::make_index_sequence<NS>{});
+      }
+      (std::make_index_sequence<NS>{});
     };
 
     std::size_t i = begin;
@@ -173,7 +180,8 @@ void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves&
     }
     [&]<std::size_t... J>(std::index_sequence<J...>) {
       ((partial[c][J] = horizontal<typename std::tuple_element_t<J, Reds>::op>(acc[J])), ...);
-    }(std::make_index_sequence<NR>{});
+    }
+    (std::make_index_sequence<NR>{});
   };
 
   if (chunks > 1 && n >= parallel_cutoff) {
@@ -194,13 +202,15 @@ void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves&
       for (std::size_t c = 0; c < chunks; ++c) total = Task::op::combine(total, partial[c][Jc]);
       results[Task::id] = total;
     };
+    (void)finish;
     (finish(std::integral_constant<std::size_t, J>{}), ...);
     // Duplicates take their first copy's value.
     ((results[std::tuple_element_t<J, Reds>::id] =
           active[J] ? results[std::tuple_element_t<J, Reds>::id]
                     : results[std::tuple_element_t<first_same_task<Reds, J>(), Reds>::id]),
      ...);
-  }(std::make_index_sequence<NR>{});
+  }
+  (std::make_index_sequence<NR>{});
 }
 
 template <class T, class Reds, class Stores, class Leaves>
@@ -210,21 +220,26 @@ void run_pass(reference_policy, const Reds& reds, const Stores& stores, const Le
   std::array<T, NR> acc;
   [&]<std::size_t... J>(std::index_sequence<J...>) {
     ((acc[J] = std::tuple_element_t<J, Reds>::op::template identity<T>()), ...);
-  }(std::make_index_sequence<NR>{});
+  }
+  (std::make_index_sequence<NR>{});
   for (std::size_t i = 0; i < n; ++i) {
     const element_context<T, Leaves> ctx{leaves, results, static_cast<T>(n), i};
     [&]<std::size_t... J>(std::index_sequence<J...>) {
       ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(
             acc[J], eval_element<std::tuple_element_t<J, Reds>::id + 1, T>(*std::get<J>(reds).body, ctx))),
        ...);
-    }(std::make_index_sequence<NR>{});
-    std::apply([&](const auto&... task) {
-      ((task.out[i] = eval_element<std::remove_cvref_t<decltype(task)>::base, T>(*task.expr, ctx)), ...);
-    }, stores);
+    }
+    (std::make_index_sequence<NR>{});
+    std::apply(
+        [&](const auto&... task) {
+          ((task.out[i] = eval_element<std::remove_cvref_t<decltype(task)>::base, T>(*task.expr, ctx)), ...);
+        },
+        stores);
   }
   [&]<std::size_t... J>(std::index_sequence<J...>) {
     ((results[std::tuple_element_t<J, Reds>::id] = acc[J]), ...);
-  }(std::make_index_sequence<NR>{});
+  }
+  (std::make_index_sequence<NR>{});
 }
 
 template <class T, class O>
@@ -254,7 +269,8 @@ std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::si
       }
     };
     (allocate(std::get<K>(values)), ...);
-  }(std::index_sequence_for<Outs...>{});
+  }
+  (std::index_sequence_for<Outs...>{});
 
   const auto outputs = std::forward_as_tuple(outs...);
   [&]<std::size_t... P>(std::index_sequence<P...>) {
@@ -265,17 +281,21 @@ std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::si
           using O = std::remove_cvref_t<std::tuple_element_t<Kc, std::tuple<Outs...>>>;
           using E = typename output_info<O>::expr_type;
           if constexpr (output_info<O>::streamed && output_info<O>::pass == Pass) {
-            return std::tuple<store_task<bases[Kc], E, T>>{{&std::get<Kc>(outputs).expr, std::get<Kc>(values).data()}};
+            return std::tuple<store_task<bases[Kc], E, T>>{
+                {&std::get<Kc>(outputs).expr, std::get<Kc>(values).data()}};
           } else {
             return std::tuple<>{};
           }
         };
         auto stores = std::tuple_cat(store_of(std::integral_constant<std::size_t, K>{})...);
         run_pass<T>(Policy{}, reds, stores, leaves, n, results.data());
-      }(std::index_sequence_for<Outs...>{});
+      }
+      (std::index_sequence_for<Outs...>{});
     };
+    (void)run_level;
     (run_level(std::integral_constant<std::size_t, P + 1>{}), ...);
-  }(std::make_index_sequence<passes>{});
+  }
+  (std::make_index_sequence<passes>{});
 
   // Scalar outputs, and array outputs whose expression is one value (e.g. a gradient of 1).
   const element_context<T, Leaves> ctx{leaves, results.data(), static_cast<T>(n), 0};
@@ -287,11 +307,13 @@ std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::si
         std::get<Kc>(values) = eval_element<bases[Kc], T>(std::get<Kc>(outputs).expr, ctx);
       } else if constexpr (!output_info<O>::streamed) {
         auto& a = std::get<Kc>(values);
-        std::fill(a.storage().begin(), a.storage().end(), eval_element<bases[Kc], T>(std::get<Kc>(outputs).expr, ctx));
+        std::fill(a.storage().begin(), a.storage().end(),
+                  eval_element<bases[Kc], T>(std::get<Kc>(outputs).expr, ctx));
       }
     };
     (finish(std::integral_constant<std::size_t, K>{}), ...);
-  }(std::index_sequence_for<Outs...>{});
+  }
+  (std::index_sequence_for<Outs...>{});
   return values;
 }
 
