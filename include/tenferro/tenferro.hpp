@@ -4,6 +4,7 @@
 #include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
 #include <tenferro/core/shape.hpp>
+#include <tenferro/expr.hpp>
 #include <tenferro/tensor/io.hpp>
 #include <tenferro/tensor/tensor.hpp>
 #include <tenferro/tensor/typed_tensor.hpp>

@@ -51,7 +51,7 @@ TEST_CASE("derivatives of derivatives") {
   CHECK(to_string(d2) == "x0 + x0 + x0 + x0 + x0 + x0");
   STATIC_REQUIRE(std::is_same_v<decltype(derivative(derivative(x * y, x), x)), zero>);
   CHECK(to_string(derivative(derivative(sin(x), x), x)) == "-sin(x0)");
-  CHECK(to_string(derivative(derivative(exp(2.0 * x), x), x)) == "exp(2 * x0) * 2 * 2");
+  CHECK(to_string(derivative(derivative(exp(2.0 * x), x), x)) == "4 * exp(2 * x0)");  // constants folded
 }
 
 TEST_CASE("reductions are scalar subexpressions") {

@@ -27,10 +27,19 @@ inline constexpr bool is_unary_of = false;
 template <class Op, class E>
 inline constexpr bool is_unary_of<unary<Op, E>, Op> = true;
 
+template <class T>
+inline constexpr bool is_scaled = false;  // c * e with a run-time constant c
+template <class E>
+inline constexpr bool is_scaled<binary<ops::mul, constant, E>> = true;
+
 template <class E>
 constexpr auto make_neg(E e) {
   if constexpr (std::is_same_v<E, zero>) {
     return zero{};
+  } else if constexpr (std::is_same_v<E, constant>) {
+    return constant(-e.value);
+  } else if constexpr (is_scaled<E>) {
+    return binary<ops::mul, constant, decltype(e.rhs)>(constant(-e.lhs.value), e.rhs);
   } else if constexpr (is_unary_of<E, ops::neg>) {
     return e.operand;
   } else {
@@ -60,6 +69,9 @@ constexpr auto make_sub(L l, R r) {
   }
 }
 
+// Products keep run-time constants in front and folded: c1 * (c2 * e) = (c1 c2) * e, e * c = c * e,
+// (c * a) * b = c * (a * b). So the derivative of -0.5 * square(u) is -1 * u, not
+// 2 * u * -0.5: fewer multiplies in every gradient loop.
 template <class L, class R>
 constexpr auto make_mul(L l, R r) {
   if constexpr (std::is_same_v<L, zero> || std::is_same_v<R, zero>) {
@@ -72,6 +84,16 @@ constexpr auto make_mul(L l, R r) {
     return make_neg(std::move(r));
   } else if constexpr (std::is_same_v<R, unary<ops::neg, one>>) {
     return make_neg(std::move(l));
+  } else if constexpr (std::is_same_v<L, constant> && std::is_same_v<R, constant>) {
+    return constant(l.value * r.value);
+  } else if constexpr (std::is_same_v<R, constant>) {
+    return make_mul(r, std::move(l));
+  } else if constexpr (std::is_same_v<L, constant> && is_scaled<R>) {
+    return make_mul(constant(l.value * r.lhs.value), r.rhs);
+  } else if constexpr (is_scaled<L>) {
+    return make_mul(l.lhs, make_mul(l.rhs, std::move(r)));
+  } else if constexpr (is_scaled<R>) {
+    return make_mul(r.lhs, make_mul(std::move(l), r.rhs));
   } else {
     return binary<ops::mul, L, R>(std::move(l), std::move(r));
   }

@@ -46,6 +46,13 @@ struct reduction {
   constexpr explicit reduction(E e) : body(std::move(e)) {}
 };
 
+// A value computed once before a loop in place of a subtree with K reductions (eval/hoist.hpp).
+// Internal to evaluation: never built by users.
+template <std::size_t K>
+struct hoisted {
+  double value = 0.0;
+};
+
 // ---- structural traits -----------------------------------------------------------------------
 
 // Number of reduction nodes in the tree (pre-order numbering gives each an id).
@@ -57,6 +64,8 @@ template <class Op, class L, class R>
 inline constexpr std::size_t reduction_count<binary<Op, L, R>> = reduction_count<L> + reduction_count<R>;
 template <class Op, class E>
 inline constexpr std::size_t reduction_count<reduction<Op, E>> = 1 + reduction_count<E>;
+template <std::size_t K>
+inline constexpr std::size_t reduction_count<hoisted<K>> = K;
 
 // Reduction depth: 0 for a tree without reductions; a reduction is one more than its body. The
 // evaluator runs one pass over the data per level.
@@ -111,6 +120,10 @@ constexpr bool same_values(const E&, const E&) noexcept {
   return true;
 }
 constexpr bool same_values(const constant& a, const constant& b) noexcept { return a.value == b.value; }
+template <std::size_t K>
+constexpr bool same_values(const hoisted<K>& a, const hoisted<K>& b) noexcept {
+  return a.value == b.value;
+}
 template <class Op, class E>
 constexpr bool same_values(const unary<Op, E>& a, const unary<Op, E>& b) noexcept {
   return same_values(a.operand, b.operand);

@@ -58,7 +58,6 @@ struct binding {
   std::vector<column_major_array<T>> copies;
 
   binding(std::string_view op, std::size_t shaped_inputs, const In&... in) {
-    copies.reserve(sizeof...(In));
     // The broadcast shape of the first `shaped_inputs` inputs; later ones (cotangents) must match it.
     std::size_t k = 0;
     std::size_t first = sizeof...(In);
@@ -67,7 +66,8 @@ struct binding {
         if (k < shaped_inputs) {
           if (first == sizeof...(In)) {
             first = k;
-            shape = shape_of(container_of(input));
+            const auto& c = container_of(input);
+            shape.assign(c.shape().begin(), c.shape().end());
           } else {
             broadcast_into(shape, shape_of(container_of(input)), op, k, first);
           }
@@ -86,8 +86,9 @@ struct binding {
       const auto& c = container_of(input);
       using C = std::remove_cvref_t<decltype(c)>;
       if constexpr (std::is_same_v<typename C::value_type, T>) {
-        if (shape_of(c) == shape && column_major_storage(c)) return {c.data()};
+        if (has_shape(c, shape) && column_major_storage(c)) return {c.data()};
       }
+      if (copies.empty()) copies.reserve(sizeof...(In));  // the leaves point into it: never reallocate
       copies.push_back(materialize<T>(c, shape));
       return {copies.back().data()};
     } else {
@@ -110,8 +111,10 @@ auto gradient_output(G g) {
 template <class T, class In, class V>
 auto fit_to_input(V value, const In& input) {
   if constexpr (ArrayInput<In>) {
-    const Shape own = shape_of(container_of(input));
-    if (shape_of(value) != own) return reduce_to_shape<T>(value, own);
+    const auto& c = container_of(input);
+    if (!std::equal(value.shape().begin(), value.shape().end(), c.shape().begin(), c.shape().end())) {
+      return reduce_to_shape<T>(value, shape_of(c));
+    }
   }
   return value;
 }

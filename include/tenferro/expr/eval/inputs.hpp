@@ -85,6 +85,11 @@ Shape shape_of(const C& c) {
   return Shape(c.shape().begin(), c.shape().end());
 }
 
+template <class C>
+bool has_shape(const C& c, const Shape& shape) {
+  return std::equal(c.shape().begin(), c.shape().end(), shape.begin(), shape.end());
+}
+
 // True when linear storage order equals column-major order for this container (extent-1 axes,
 // whose xtensor stride is 0, do not matter).
 template <class C>

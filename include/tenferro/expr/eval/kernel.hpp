@@ -6,7 +6,9 @@
 // earlier pass and is read from `results[Base]`.
 #pragma once
 
+#include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
+#include <tenferro/expr/eval/cse.hpp>
 #include <tenferro/expr/nodes.hpp>
 
 #include <cstddef>
@@ -17,9 +19,10 @@ namespace tenferro::expr::detail {
 // Leaves the kernels read: a contiguous column-major array of the broadcast shape, or a scalar.
 template <class T>
 struct array_leaf {
+  using value_type = T;
   const T* data;
   template <class B>
-  B load(std::size_t i) const {
+  TENFERRO_ALWAYS_INLINE B load(std::size_t i) const {
     return B::load_unaligned(data + i);
   }
   T at(std::size_t i) const { return data[i]; }
@@ -27,24 +30,43 @@ struct array_leaf {
 
 template <class T>
 struct scalar_leaf {
+  using value_type = T;
   T value;
   template <class B>
-  B load(std::size_t) const {
+  TENFERRO_ALWAYS_INLINE B load(std::size_t) const {
     return B(value);
   }
   T at(std::size_t) const { return value; }
 };
 
-template <class T, class Leaves>
+// A leaf already loaded into a register: the fused loop loads every input once per batch, so
+// every output computed in that batch shares the same values (and the compiler can share the
+// subexpressions they have in common, which it could not across stores to the outputs).
+template <class B>
+struct register_leaf {
+  B value;
+  template <class>
+  TENFERRO_ALWAYS_INLINE B load(std::size_t) const {
+    return value;
+  }
+};
+
+template <class T, class Leaves, class Shared = boost::hana::tuple<>, class B = T>
 struct element_context {
+  using shared_types = Shared;
   const Leaves& leaves;
-  const T* results;  // one per reduction, by pre-order number
-  T n;               // element count of the broadcast shape (numel)
-  std::size_t i;     // first element
+  const T* results;           // one per reduction, by pre-order number
+  T n;                        // element count of the broadcast shape (numel)
+  std::size_t i;              // first element
+  const B* shared = nullptr;  // values of the shared subtrees in this batch (cse.hpp)
 };
 
 template <std::size_t Base, class B, class E, class Ctx>
-B eval_batch(const E& e, const Ctx& ctx) {
+TENFERRO_ALWAYS_INLINE B eval_batch(const E& e, const Ctx& ctx);
+
+// The node's own op on its operands' values (never its shared value: this computes it).
+template <std::size_t Base, class B, class E, class Ctx>
+TENFERRO_ALWAYS_INLINE B eval_node(const E& e, const Ctx& ctx) {
   using T = typename B::value_type;
   if constexpr (requires { E::index; }) {
     return std::get<E::index>(ctx.leaves).template load<B>(ctx.i);
@@ -56,6 +78,8 @@ B eval_batch(const E& e, const Ctx& ctx) {
     return B(T(1));
   } else if constexpr (std::is_same_v<E, numel>) {
     return B(ctx.n);
+  } else if constexpr (requires { e.value; }) {  // constant handled above: a hoisted value
+    return B(static_cast<T>(e.value));
   } else if constexpr (requires { e.operand; }) {
     return E::op_type::batch(eval_batch<Base, B>(e.operand, ctx));
   } else if constexpr (requires { e.lhs; }) {
@@ -64,6 +88,16 @@ B eval_batch(const E& e, const Ctx& ctx) {
                              eval_batch<Base + reduction_count<L>, B>(e.rhs, ctx));
   } else {
     return B(ctx.results[Base]);
+  }
+}
+
+template <std::size_t Base, class B, class E, class Ctx>
+TENFERRO_ALWAYS_INLINE B eval_batch(const E& e, const Ctx& ctx) {
+  constexpr std::size_t k = shared_index<typename Ctx::shared_types, E>();
+  if constexpr (k != not_shared) {
+    return ctx.shared[k];
+  } else {
+    return eval_node<Base, B>(e, ctx);
   }
 }
 
@@ -79,6 +113,8 @@ T eval_element(const E& e, const Ctx& ctx) {
     return T(1);
   } else if constexpr (std::is_same_v<E, numel>) {
     return ctx.n;
+  } else if constexpr (requires { e.value; }) {  // a hoisted value
+    return static_cast<T>(e.value);
   } else if constexpr (requires { e.operand; }) {
     return E::op_type::scalar(eval_element<Base, T>(e.operand, ctx));
   } else if constexpr (requires { e.lhs; }) {
@@ -105,6 +141,7 @@ struct reduce_task {
 template <std::size_t Base, class E, class T>
 struct store_task {
   static constexpr std::size_t base = Base;
+  using expr_type = E;
   const E* expr;
   T* out;
 };

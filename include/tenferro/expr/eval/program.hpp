@@ -14,7 +14,9 @@
 // the same kernel as the body, so a result never depends on an element's position.
 #pragma once
 
+#include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/shape.hpp>
+#include <tenferro/expr/eval/hoist.hpp>
 #include <tenferro/expr/eval/kernel.hpp>
 #include <tenferro/tensor/tensor.hpp>
 
@@ -102,14 +104,77 @@ auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
   (std::make_index_sequence<std::tuple_size_v<Leaves>>{});
 }
 
+// The fused loop: `count` elements read from element `read_at` of the leaves and written from
+// element `write_at` of the outputs. Unmasked, count is a whole number of batches; masked, it is
+// the valid lanes of one padded batch. Flattened so that the whole tree, xsimd's math included,
+// is one loop body: the compiler then computes a subexpression shared by the value and the
+// gradients (exp(x * y) in sin(x) * y + exp(x * y)) once.
+template <bool Masked, class T, class Shared, class Reps, class Reds, class Stores, class Leaves, class Acc,
+          std::size_t NR>
+TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const std::array<bool, NR>& active,
+                                 const Reps& reps, const Leaves& leaves, const T* results, T count_n,
+                                 std::size_t read_at, std::size_t write_at, std::size_t count, Acc& acc) {
+  using B = xsimd::batch<T>;
+  constexpr std::size_t W = B::size;
+  auto step = [&](std::size_t at, std::size_t out_at) {
+    const auto registers = std::apply(
+        [&](const auto&... leaf) { return std::tuple{register_leaf<B>{leaf.template load<B>(at)}...}; },
+        leaves);
+    constexpr std::size_t M = std::tuple_size_v<Reps>;
+    std::array<B, M> shared;
+    const element_context<T, std::remove_const_t<decltype(registers)>, Shared, B> ctx{
+        registers, results, count_n, at, shared.data()};
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((shared[K] = eval_node<std::tuple_element_t<K, Reps>::base, B>(*std::get<K>(reps).node, ctx)), ...);
+    }
+    (std::make_index_sequence<M>{});
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      auto reduce_one = [&]<std::size_t Jc>(std::integral_constant<std::size_t, Jc>) {
+        using Task = std::tuple_element_t<Jc, Reds>;
+        if (first_same_task<Reds, Jc>() != Jc && !active[Jc]) return;
+        B v = eval_batch<Task::id + 1, B>(*std::get<Jc>(reds).body, ctx);
+        if constexpr (Masked) {
+          v = xsimd::select(lane_indices<B>() < B(static_cast<T>(count)), v,
+                            B(Task::op::template identity<T>()));
+        }
+        acc[Jc] = Task::op::combine(acc[Jc], v);
+      };
+      (void)reduce_one;  // unused when the pass has no reduction
+      (reduce_one(std::integral_constant<std::size_t, J>{}), ...);
+    }
+    (std::make_index_sequence<NR>{});
+    std::apply(
+        [&](const auto&... task) {
+          auto store_one = [&](const auto& t) {
+            using Task = std::remove_cvref_t<decltype(t)>;
+            const B v = eval_batch<Task::base, B>(*t.expr, ctx);
+            if constexpr (Masked) {
+              alignas(64) std::array<T, W> tmp;
+              v.store_unaligned(tmp.data());
+              std::copy(tmp.begin(), tmp.begin() + count, t.out + out_at);
+            } else {
+              v.store_unaligned(t.out + out_at);
+            }
+          };
+          (void)store_one;
+          (store_one(task), ...);
+        },
+        stores);
+  };
+  if constexpr (Masked) {
+    step(read_at, write_at);
+  } else {
+    for (std::size_t k = 0; k < count; k += W) step(read_at + k, write_at + k);
+  }
+}
+
 template <class T, class Reds, class Stores, class Leaves>
-void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
-              T* results) {
+void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
+                      T* results) {
   using B = xsimd::batch<T>;
   constexpr std::size_t W = B::size;
   static_assert(chunk_elements % W == 0);
   constexpr std::size_t NR = std::tuple_size_v<Reds>;
-  constexpr std::size_t NS = std::tuple_size_v<Stores>;
 
   // A duplicate reduction (same type, same constants as an earlier one) is computed once.
   std::array<bool, NR> active{};
@@ -121,78 +186,87 @@ void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves&
   (std::make_index_sequence<NR>{});
 
   const std::size_t chunks = (n + chunk_elements - 1) / chunk_elements;
-  std::vector<std::array<T, NR>> partial(NR > 0 ? chunks : 0);
+  // One partial per chunk; on the stack for the common small case.
+  constexpr std::size_t inline_chunks = 8;
+  std::array<std::array<T, NR>, inline_chunks> partial_inline;
+  std::vector<std::array<T, NR>> partial_heap(NR > 0 && chunks > inline_chunks ? chunks : 0);
+  std::array<T, NR>* partial = chunks > inline_chunks ? partial_heap.data() : partial_inline.data();
   const T count_n = static_cast<T>(n);
 
-  auto run_chunk = [&](std::size_t c) {
-    const std::size_t begin = c * chunk_elements;
-    const std::size_t end = std::min(n, begin + chunk_elements);
-    std::array<B, NR> acc;
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
-    }
-    (std::make_index_sequence<NR>{});
+  // Subtrees shared by the trees of this pass (cse.hpp), with their first occurrences.
+  auto occurrences_of = [&](auto type) {
+    using S = typename decltype(type)::type;
+    return std::tuple_cat(
+        std::apply(
+            [&](const auto&... r) {
+              return std::tuple_cat(occurrences<S, std::remove_cvref_t<decltype(r)>::id + 1>(*r.body)...);
+            },
+            reds),
+        std::apply(
+            [&](const auto&... t) {
+              return std::tuple_cat(occurrences<S, std::remove_cvref_t<decltype(t)>::base>(*t.expr)...);
+            },
+            stores));
+  };
+  using Shared = decltype(
+      []<class... R, class... S>(std::type_identity<std::tuple<R...>>, std::type_identity<std::tuple<S...>>) {
+        return shared_subtrees<typename R::body_type..., typename S::expr_type...>();
+      }(std::type_identity<Reds>{}, std::type_identity<Stores>{}));
+  bool share = true;
+  const auto reps = hana::unpack(Shared{}, [&](auto... type) {
+    auto first = [&](auto t) {
+      const auto all = occurrences_of(t);
+      std::apply([&](const auto& head,
+                     const auto&... rest) { share = share && (same_values(*head.node, *rest.node) && ...); },
+                 all);
+      return std::get<0>(all);
+    };
+    (void)first;  // unused when nothing is shared
+    return std::tuple{first(type)...};
+  });
 
-    // One batch: `valid` lanes count (all but in the padded tail), elements read from `at`
-    // of `ls`, written at element `out_at`.
-    auto step = [&]<bool Masked>(const Leaves& ls, std::size_t at, std::size_t out_at, std::size_t valid,
-                                 std::bool_constant<Masked>) {
-      const element_context<T, Leaves> ctx{ls, results, count_n, at};
+  auto run_all = [&]<class Sh, class Reps>(hana::basic_type<Sh>, const Reps& shared_reps) {
+    auto run_chunk = [&](std::size_t c) {
+      const std::size_t begin = c * chunk_elements;
+      const std::size_t end = std::min(n, begin + chunk_elements);
+      std::array<B, NR> acc;
       [&]<std::size_t... J>(std::index_sequence<J...>) {
-        auto reduce_one = [&]<std::size_t Jc>(std::integral_constant<std::size_t, Jc>) {
-          using Task = std::tuple_element_t<Jc, Reds>;
-          if (first_same_task<Reds, Jc>() != Jc && !active[Jc]) return;
-          B v = eval_batch<Task::id + 1, B>(*std::get<Jc>(reds).body, ctx);
-          if constexpr (Masked) {
-            v = xsimd::select(lane_indices<B>() < B(static_cast<T>(valid)), v,
-                              B(Task::op::template identity<T>()));
-          }
-          acc[Jc] = Task::op::combine(acc[Jc], v);
-        };
-        (void)reduce_one;  // unused when the pass has no reduction
-        (reduce_one(std::integral_constant<std::size_t, J>{}), ...);
+        ((acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
       }
       (std::make_index_sequence<NR>{});
-      [&]<std::size_t... S>(std::index_sequence<S...>) {
-        auto store_one = [&](const auto& task) {
-          using Task = std::remove_cvref_t<decltype(task)>;
-          const B v = eval_batch<Task::base, B>(*task.expr, ctx);
-          if constexpr (Masked) {
-            alignas(64) std::array<T, B::size> tmp;
-            v.store_unaligned(tmp.data());
-            std::copy(tmp.begin(), tmp.begin() + valid, task.out + out_at);
-          } else {
-            v.store_unaligned(task.out + out_at);
-          }
-        };
-        (void)store_one;
-        (store_one(std::get<S>(stores)), ...);
+
+      std::size_t i = begin;
+      const std::size_t body_end = begin + (end - begin) / W * W;
+      fused_loop<false, T, Sh>(reds, stores, active, shared_reps, leaves, results, count_n, i, i,
+                               body_end - i, acc);
+      i = body_end;
+      if (i < end) {
+        std::array<std::array<T, B::size>, std::tuple_size_v<Leaves>> buffers;
+        const Leaves tail = padded_leaves<T, B::size>(leaves, i, end - i, buffers);
+        fused_loop<true, T, Sh>(reds, stores, active, shared_reps, tail, results, count_n, 0, i, end - i,
+                                acc);
       }
-      (std::make_index_sequence<NS>{});
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((partial[c][J] = horizontal<typename std::tuple_element_t<J, Reds>::op>(acc[J])), ...);
+      }
+      (std::make_index_sequence<NR>{});
     };
 
-    std::size_t i = begin;
-    for (; i + W <= end; i += W) step(leaves, i, i, W, std::false_type{});
-    if (i < end) {
-      std::array<std::array<T, B::size>, std::tuple_size_v<Leaves>> buffers;
-      const Leaves tail = padded_leaves<T, B::size>(leaves, i, end - i, buffers);
-      step(tail, 0, i, end - i, std::true_type{});
+    if (chunks > 1 && n >= parallel_cutoff) {
+      tbb::parallel_for(
+          tbb::blocked_range<std::size_t>(0, chunks, 1),
+          [&](const tbb::blocked_range<std::size_t>& r) {
+            for (std::size_t c = r.begin(); c != r.end(); ++c) run_chunk(c);
+          },
+          tbb::simple_partitioner{});
+    } else {
+      for (std::size_t c = 0; c < chunks; ++c) run_chunk(c);
     }
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((partial[c][J] = horizontal<typename std::tuple_element_t<J, Reds>::op>(acc[J])), ...);
-    }
-    (std::make_index_sequence<NR>{});
   };
-
-  if (chunks > 1 && n >= parallel_cutoff) {
-    tbb::parallel_for(
-        tbb::blocked_range<std::size_t>(0, chunks, 1),
-        [&](const tbb::blocked_range<std::size_t>& r) {
-          for (std::size_t c = r.begin(); c != r.end(); ++c) run_chunk(c);
-        },
-        tbb::simple_partitioner{});
+  if (share) {
+    run_all(hana::type_c<Shared>, reps);
   } else {
-    for (std::size_t c = 0; c < chunks; ++c) run_chunk(c);
+    run_all(hana::type_c<hana::tuple<>>, std::tuple<>{});
   }
 
   [&]<std::size_t... J>(std::index_sequence<J...>) {
@@ -211,6 +285,36 @@ void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves&
      ...);
   }
   (std::make_index_sequence<NR>{});
+}
+
+// One pass: hoist the loop-invariant subtrees of every tree (hoist.hpp), then run the loop.
+template <class T, class Reds, class Stores, class Leaves>
+void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
+              T* results) {
+  const element_context<T, Leaves> ctx{leaves, results, static_cast<T>(n), 0};
+  const auto bodies = std::apply(
+      [&](const auto&... r) {
+        return std::tuple{hoist<std::remove_cvref_t<decltype(r)>::id + 1>(*r.body, ctx)...};
+      },
+      reds);
+  const auto exprs = std::apply(
+      [&](const auto&... t) {
+        return std::tuple{hoist<std::remove_cvref_t<decltype(t)>::base>(*t.expr, ctx)...};
+      },
+      stores);
+  const auto hoisted_reds = [&]<std::size_t... J>(std::index_sequence<J...>) {
+    return std::tuple{
+        reduce_task<std::tuple_element_t<J, Reds>::id, typename std::tuple_element_t<J, Reds>::op,
+                    std::tuple_element_t<J, std::remove_const_t<decltype(bodies)>>>{&std::get<J>(bodies)}...};
+  }
+  (std::make_index_sequence<std::tuple_size_v<Reds>>{});
+  const auto hoisted_stores = [&]<std::size_t... S>(std::index_sequence<S...>) {
+    return std::tuple{store_task<std::tuple_element_t<S, Stores>::base,
+                                 std::tuple_element_t<S, std::remove_const_t<decltype(exprs)>>, T>{
+        &std::get<S>(exprs), std::get<S>(stores).out}...};
+  }
+  (std::make_index_sequence<std::tuple_size_v<Stores>>{});
+  run_hoisted_pass<T>(hoisted_reds, hoisted_stores, leaves, n, results);
 }
 
 template <class T, class Reds, class Stores, class Leaves>
@@ -261,16 +365,14 @@ std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::si
   constexpr std::size_t passes = std::max({std::size_t(0), output_info<Outs>::pass...});
 
   std::array<T, reductions + 1> results{};
-  std::tuple<output_value_t<T, Outs>...> values;
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    auto allocate = [&](auto& value) {
-      if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(value)>, T>) {
-        value = column_major_array<T>::from_shape(shape);
-      }
-    };
-    (allocate(std::get<K>(values)), ...);
-  }
-  (std::index_sequence_for<Outs...>{});
+  auto allocate = [&]<class V>(std::type_identity<V>) {
+    if constexpr (std::is_same_v<V, T>) {
+      return T(0);
+    } else {
+      return V::from_shape(shape);
+    }
+  };
+  std::tuple<output_value_t<T, Outs>...> values{allocate(std::type_identity<output_value_t<T, Outs>>{})...};
 
   const auto outputs = std::forward_as_tuple(outs...);
   [&]<std::size_t... P>(std::index_sequence<P...>) {

@@ -1,0 +1,13 @@
+// Compiler attributes used by the hot paths.
+#pragma once
+
+// The fused loops rely on the whole expression tree being inlined into one loop body; deep
+// trees exceed the compiler's default inlining budget without this.
+#if defined(__GNUC__) || defined(__clang__)
+#define TENFERRO_ALWAYS_INLINE [[gnu::always_inline]] inline
+// Inline every call inside the function, recursively.
+#define TENFERRO_FLATTEN [[gnu::flatten]]
+#else
+#define TENFERRO_ALWAYS_INLINE inline
+#define TENFERRO_FLATTEN
+#endif
