@@ -1,6 +1,7 @@
 // Evaluation with known numbers: reductions, gradients of scalar inputs, broadcasting, layouts,
 // element types, errors, lifetimes, position independence and determinism.
 #include <tenferro/expr.hpp>
+#include <tenferro/tensor/typed_tensor.hpp>
 
 #include <tbb/task_arena.h>
 #include <catch2/catch.hpp>

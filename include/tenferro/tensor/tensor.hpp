@@ -27,10 +27,6 @@ namespace tenferro {
 template <Element T>
 class TypedTensor;
 
-// The xtensor container behind a Tensor of element type T.
-template <Element T>
-using column_major_array = xt::xarray<T, xt::layout_type::column_major>;
-
 namespace detail {
 // Alternatives in DType order, so variant::index() is the DType.
 using tensor_storage =

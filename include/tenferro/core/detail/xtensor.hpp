@@ -26,3 +26,10 @@ struct xtype_for_shape<S<X, N, A, Init>> {
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
 #include <xtensor/xtensor.hpp>
+
+namespace tenferro {
+// The xtensor container behind a Tensor of element type T, and the array type the compile-time
+// layer returns: dense, column-major (the first index varies fastest).
+template <class T>
+using column_major_array = xt::xarray<T, xt::layout_type::column_major>;
+}  // namespace tenferro

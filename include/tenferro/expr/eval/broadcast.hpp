@@ -3,8 +3,8 @@
 // arrays of the broadcast shape, and sum gradient fields back over the broadcast axes.
 #pragma once
 
+#include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/core/shape.hpp>
-#include <tenferro/tensor/tensor.hpp>
 
 #include <vector>
 
@@ -32,7 +32,8 @@ void for_each_column_major(const Shape& shape, const std::vector<std::ptrdiff_t>
 
 // Strides of an array of `shape` (right-aligned inside `target`, NumPy style) seen from `target`:
 // 0 on axes it lacks or where its extent is 1.
-inline std::vector<std::ptrdiff_t> broadcast_strides(const Shape& shape, const std::vector<std::ptrdiff_t>& own,
+inline std::vector<std::ptrdiff_t> broadcast_strides(const Shape& shape,
+                                                     const std::vector<std::ptrdiff_t>& own,
                                                      const Shape& target) {
   std::vector<std::ptrdiff_t> s(target.size(), 0);
   const std::size_t lead = target.size() - shape.size();

@@ -7,16 +7,21 @@
 #pragma once
 
 #include <tenferro/core/detail/xtensor.hpp>
+#include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
 #include <tenferro/core/shape.hpp>
 #include <tenferro/expr/eval/kernel.hpp>
-#include <tenferro/tensor/tensor.hpp>
-#include <tenferro/tensor/typed_tensor.hpp>
 
 #include <algorithm>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+namespace tenferro {
+class Tensor;
+template <Element T>
+class TypedTensor;
+}  // namespace tenferro
 
 namespace tenferro::expr {
 

@@ -51,7 +51,7 @@ struct register_leaf {
   }
 };
 
-template <class T, class Leaves, class Shared = boost::hana::tuple<>, class B = T>
+template <class T, class Leaves, class Shared = type_list<>, class B = T>
 struct element_context {
   using shared_types = Shared;
   const Leaves& leaves;
@@ -93,7 +93,7 @@ TENFERRO_ALWAYS_INLINE B eval_node(const E& e, const Ctx& ctx) {
 
 template <std::size_t Base, class B, class E, class Ctx>
 TENFERRO_ALWAYS_INLINE B eval_batch(const E& e, const Ctx& ctx) {
-  constexpr std::size_t k = shared_index<typename Ctx::shared_types, E>();
+  constexpr std::size_t k = shared_index<typename Ctx::shared_types, E>;
   if constexpr (k != not_shared) {
     return ctx.shared[k];
   } else {

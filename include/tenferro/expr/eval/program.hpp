@@ -15,10 +15,10 @@
 #pragma once
 
 #include <tenferro/core/detail/config.hpp>
+#include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/core/shape.hpp>
 #include <tenferro/expr/eval/hoist.hpp>
 #include <tenferro/expr/eval/kernel.hpp>
-#include <tenferro/tensor/tensor.hpp>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -168,6 +168,27 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
   }
 }
 
+// The first occurrence of S among the trees of a pass (reduction bodies, then stored outputs).
+template <class S, class Reds, class Stores>
+auto first_in_pass(const Reds& reds, const Stores& stores) {
+  constexpr std::size_t NR = std::tuple_size_v<Reds>;
+  constexpr std::size_t index = []<class... R, class... T>(std::type_identity<std::tuple<R...>>,
+                                                           std::type_identity<std::tuple<T...>>) {
+    constexpr std::array<bool, sizeof...(R) + sizeof...(T)> has{contains<S, typename R::body_type>...,
+                                                                contains<S, typename T::expr_type>...};
+    std::size_t k = 0;
+    while (!has[k]) ++k;
+    return k;
+  }(std::type_identity<Reds>{}, std::type_identity<Stores>{});
+  if constexpr (index < NR) {
+    const auto& task = std::get<index>(reds);
+    return first_occurrence<S, std::remove_cvref_t<decltype(task)>::id + 1>(*task.body);
+  } else {
+    const auto& task = std::get<index - NR>(stores);
+    return first_occurrence<S, std::remove_cvref_t<decltype(task)>::base>(*task.expr);
+  }
+}
+
 template <class T, class Reds, class Stores, class Leaves>
 void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
                       T* results) {
@@ -194,38 +215,39 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   const T count_n = static_cast<T>(n);
 
   // Subtrees shared by the trees of this pass (cse.hpp), with their first occurrences.
-  auto occurrences_of = [&](auto type) {
-    using S = typename decltype(type)::type;
-    return std::tuple_cat(
-        std::apply(
-            [&](const auto&... r) {
-              return std::tuple_cat(occurrences<S, std::remove_cvref_t<decltype(r)>::id + 1>(*r.body)...);
-            },
-            reds),
-        std::apply(
-            [&](const auto&... t) {
-              return std::tuple_cat(occurrences<S, std::remove_cvref_t<decltype(t)>::base>(*t.expr)...);
-            },
-            stores));
-  };
   using Shared = decltype(
       []<class... R, class... S>(std::type_identity<std::tuple<R...>>, std::type_identity<std::tuple<S...>>) {
-        return shared_subtrees<typename R::body_type..., typename S::expr_type...>();
+        return shared_subtrees_t<typename R::body_type..., typename S::expr_type...>{};
       }(std::type_identity<Reds>{}, std::type_identity<Stores>{}));
+  // Apply f(tree, base-constant) to every tree of the pass.
+  auto for_each_tree = [&](auto&& f) {
+    std::apply(
+        [&](const auto&... r) {
+          (f(*r.body, std::integral_constant<std::size_t, std::remove_cvref_t<decltype(r)>::id + 1>{}), ...);
+        },
+        reds);
+    std::apply(
+        [&](const auto&... t) {
+          (f(*t.expr, std::integral_constant<std::size_t, std::remove_cvref_t<decltype(t)>::base>{}), ...);
+        },
+        stores);
+  };
+  const auto reps = [&]<class... S>(type_list<S...>) {
+    return std::tuple{first_in_pass<S>(reds, stores)...};
+  }(Shared{});
   bool share = true;
-  const auto reps = hana::unpack(Shared{}, [&](auto... type) {
-    auto first = [&](auto t) {
-      const auto all = occurrences_of(t);
-      std::apply([&](const auto& head,
-                     const auto&... rest) { share = share && (same_values(*head.node, *rest.node) && ...); },
-                 all);
-      return std::get<0>(all);
-    };
-    (void)first;  // unused when nothing is shared
-    return std::tuple{first(type)...};
-  });
+  if constexpr (Shared::size > 0) {
+    for_each_tree([&](const auto& tree, auto) {
+      for_each_subtree(tree, [&](const auto& node) {
+        using N = std::remove_cvref_t<decltype(node)>;
+        if constexpr (shared_index<Shared, N> != not_shared) {
+          share = share && same_values(node, *std::get<shared_index<Shared, N>>(reps).node);
+        }
+      });
+    });
+  }
 
-  auto run_all = [&]<class Sh, class Reps>(hana::basic_type<Sh>, const Reps& shared_reps) {
+  auto run_all = [&]<class Sh, class Reps>(std::type_identity<Sh>, const Reps& shared_reps) {
     auto run_chunk = [&](std::size_t c) {
       const std::size_t begin = c * chunk_elements;
       const std::size_t end = std::min(n, begin + chunk_elements);
@@ -264,9 +286,9 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     }
   };
   if (share) {
-    run_all(hana::type_c<Shared>, reps);
+    run_all(std::type_identity<Shared>{}, reps);
   } else {
-    run_all(hana::type_c<hana::tuple<>>, std::tuple<>{});
+    run_all(std::type_identity<type_list<>>{}, std::tuple<>{});
   }
 
   [&]<std::size_t... J>(std::index_sequence<J...>) {
