@@ -263,3 +263,19 @@ TEST_CASE("reductions are bit-identical for 1 and 2 threads and from run to run"
   CHECK((std::get<0>(one.grad) == std::get<0>(two.grad)));
   CHECK(eval(f, a) == one.value);
 }
+
+TEST_CASE("subtrees of one type with different constants are not shared") {
+  const vec a = {0.3, -0.7, 1.1};
+  // exp(2 x) and exp(3 x) have the same type; sin(2 x) and cos(3 x) look like a sincos pair.
+  auto r = eval(exp(2.0 * x) + exp(3.0 * x), a);
+  auto [v, g] = value_and_grad(sum(sin(2.0 * x) * cos(3.0 * x)), a);
+  double expected = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double e = a(i);
+    CHECK(r(i) == Approx(std::exp(2 * e) + std::exp(3 * e)));
+    expected += std::sin(2 * e) * std::cos(3 * e);
+    CHECK(std::get<0>(g)(i) ==
+          Approx(2 * std::cos(2 * e) * std::cos(3 * e) - 3 * std::sin(2 * e) * std::sin(3 * e)));
+  }
+  CHECK(v == Approx(expected));
+}

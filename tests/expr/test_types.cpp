@@ -93,3 +93,13 @@ TEST_CASE("to_string parenthesizes by precedence") {
   CHECK(to_string(-(x + y)) == "-(x0 + x1)");
   CHECK(to_string(pow(x, 2)) == "pow(x0, 2)");
 }
+
+TEST_CASE("the value and the gradients share their costly subtrees") {
+  using namespace tenferro::expr::detail;
+  auto f = sin(x) * y + exp(x * y);
+  using shared = shared_subtrees_t<decltype(f), decltype(derivative(f, x)), decltype(derivative(f, y))>;
+  // sin(x) (value and d/dy), cos(x) (paired with sin: one sincos), exp(x * y) (all three)
+  STATIC_REQUIRE(std::is_same_v<shared, type_list<unary<ops::sin, X>, unary<ops::cos, X>,
+                                                  unary<ops::exp, binary<ops::mul, X, Y>>>>);
+  STATIC_REQUIRE(std::is_same_v<shared_subtrees_t<decltype(x * y + 1.0)>, type_list<>>);
+}

@@ -11,12 +11,16 @@
 // at the start of a pass every occurrence is compared with the first one; when any differs, the
 // pass runs without sharing.
 //
+// sin(a) and cos(a) of the same argument are both shared (even when each occurs once) and come out
+// of one xsimd::sincos, which costs little more than one of them.
+//
 // The type-level work uses plain parameter packs and constexpr arrays: measured against a
 // Boost.Hana version (tuple of types, filter, count, to_set, sort), it instantiates in a fifth
 // of the time, which matters in every translation unit that takes a gradient.
 #pragma once
 
 #include <tenferro/expr/nodes.hpp>
+#include <tenferro/expr/ops/unary.hpp>
 
 #include <array>
 #include <cstddef>
@@ -73,6 +77,20 @@ constexpr bool worth_sharing() {
   }
 }
 
+// The other half of a sin/cos pair: cos(a) for sin(a) and the reverse; void for anything else.
+template <class E>
+struct trig_partner {
+  using type = void;
+};
+template <class A>
+struct trig_partner<unary<ops::sin, A>> {
+  using type = unary<ops::cos, A>;
+};
+template <class A>
+struct trig_partner<unary<ops::cos, A>> {
+  using type = unary<ops::sin, A>;
+};
+
 template <class List>
 struct shared_of;
 template <class... Ts>
@@ -88,7 +106,9 @@ struct shared_of<type_list<Ts...>> {
           std::size_t first = 0, j = 0;
           bool found = false;
           ((found = found || (std::is_same_v<S, Ts> ? (first = j, true) : (++j, false))), ...);
-          k[i] = worth_sharing<S>() && count >= 2 && first == i;
+          using P = typename trig_partner<S>::type;
+          const bool paired = !std::is_void_v<P> && (std::is_same_v<P, Ts> || ...);
+          k[i] = worth_sharing<S>() && (count >= 2 || paired) && first == i;
           ++i;
         }(std::type_identity<Ts>{}),
         ...);

@@ -125,7 +125,21 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
     const element_context<T, std::remove_const_t<decltype(registers)>, Shared, B> ctx{
         registers, results, count_n, at, shared.data()};
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      ((shared[K] = eval_node<std::tuple_element_t<K, Reps>::base, B>(*std::get<K>(reps).node, ctx)), ...);
+      auto fill = [&]<std::size_t Kc>(std::integral_constant<std::size_t, Kc>) {
+        using Rep = std::tuple_element_t<Kc, Reps>;
+        using S = std::remove_cvref_t<decltype(*std::get<Kc>(reps).node)>;
+        using P = typename trig_partner<S>::type;
+        constexpr std::size_t partner = std::is_void_v<P> ? not_shared : shared_index<Shared, P>;
+        if constexpr (partner == not_shared) {
+          shared[Kc] = eval_node<Rep::base, B>(*std::get<Kc>(reps).node, ctx);
+        } else if constexpr (std::is_same_v<typename S::op_type, ops::sin>) {
+          const auto [s, c] = xsimd::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
+          shared[Kc] = s;
+          shared[partner] = c;
+        }  // a cos with a sin partner: filled with it
+      };
+      (void)fill;
+      (fill(std::integral_constant<std::size_t, K>{}), ...);
     }
     (std::make_index_sequence<M>{});
     [&]<std::size_t... J>(std::index_sequence<J...>) {
@@ -242,6 +256,10 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
         using N = std::remove_cvref_t<decltype(node)>;
         if constexpr (shared_index<Shared, N> != not_shared) {
           share = share && same_values(node, *std::get<shared_index<Shared, N>>(reps).node);
+          using P = typename trig_partner<N>::type;
+          if constexpr (!std::is_void_v<P>) {
+            share = share && same_values(node.operand, std::get<shared_index<Shared, P>>(reps).node->operand);
+          }
         }
       });
     });
