@@ -279,3 +279,15 @@ TEST_CASE("subtrees of one type with different constants are not shared") {
   }
   CHECK(v == Approx(expected));
 }
+
+TEST_CASE("jvp through broadcasting: each tangent has its input's shape") {
+  const vec a = column_major_array<double>(xt::xarray<double>{{1, 2, 3}, {4, 5, 6}});
+  const vec b = {10.0, 20.0, 30.0};
+  const vec da = column_major_array<double>(xt::xarray<double>{{0, 0, 0}, {0, 0, 0}});
+  const vec db = {1.0, 0.0, 2.0};
+  auto [value, tangent] = jvp(x * y, std::tie(a, b), std::tie(da, db));
+  CHECK(value(1, 2) == 180.0);
+  CHECK(tangent(1, 0) == 4.0);  // a(1, 0) * db(0)
+  CHECK(tangent(0, 2) == 6.0);  // a(0, 2) * db(2)
+  CHECK(tangent(1, 1) == 0.0);
+}

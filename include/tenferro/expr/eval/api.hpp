@@ -49,6 +49,30 @@ constexpr void check_inputs() {
       "every input must be an xtensor container or TypedTensor of float or double, or an arithmetic scalar");
 }
 
+// The NumPy broadcast shape of the array inputs among the first `count` inputs ({} when none).
+template <class... In>
+Shape broadcast_shape(std::string_view op, std::size_t count, const In&... in) {
+  Shape shape;
+  std::size_t k = 0;
+  std::size_t first = sizeof...(In);
+  auto widen = [&](const auto& input) {
+    if constexpr (ArrayInput<decltype(input)>) {
+      if (k < count) {
+        const auto& c = container_of(input);
+        if (first == sizeof...(In)) {
+          first = k;
+          shape.assign(c.shape().begin(), c.shape().end());
+        } else {
+          broadcast_into(shape, shape_of(c), op, k, first);
+        }
+      }
+    }
+    ++k;
+  };
+  (widen(in), ...);
+  return shape;
+}
+
 // Inputs bound to leaves of compute type T, with the broadcast shape and any converted copies.
 template <class T, class... In>
 struct binding {
@@ -57,25 +81,27 @@ struct binding {
   std::size_t n = 1;
   std::vector<column_major_array<T>> copies;
 
-  binding(std::string_view op, std::size_t shaped_inputs, const In&... in) {
-    // The broadcast shape of the first `shaped_inputs` inputs; later ones (cotangents) must match it.
+  // The shape is the broadcast shape of the first `shaped_inputs` inputs; the others (tangents,
+  // cotangents) must broadcast into it without widening it.
+  binding(std::string_view op, std::size_t shaped_inputs, const In&... in)
+      : shape(broadcast_shape(op, shaped_inputs, in...)) {
     std::size_t k = 0;
-    std::size_t first = sizeof...(In);
-    auto widen = [&](const auto& input) {
+    auto check_trailing = [&](const auto& input) {
       if constexpr (ArrayInput<decltype(input)>) {
-        if (k < shaped_inputs) {
-          if (first == sizeof...(In)) {
-            first = k;
-            const auto& c = container_of(input);
-            shape.assign(c.shape().begin(), c.shape().end());
-          } else {
-            broadcast_into(shape, shape_of(container_of(input)), op, k, first);
+        if (k >= shaped_inputs) {
+          Shape widened = shape;
+          broadcast_into(widened, shape_of(container_of(input)), op, k, 0);
+          if (widened != shape) {
+            throw Error(ErrorKind::ShapeMismatch, std::string(op),
+                        "input " + std::to_string(k) + " has shape " +
+                            format_shape(shape_of(container_of(input))) +
+                            ", which does not fit the output shape " + format_shape(shape));
           }
         }
       }
       ++k;
     };
-    (widen(in), ...);
+    (check_trailing(in), ...);
     n = checked_shape_size(shape).value_or(0);
     leaves = std::tuple<leaf_t<T, In>...>{bind(in)...};
   }
@@ -213,15 +239,16 @@ auto vjp(const E& e, const C& cotangent, const In&... in) {
   static_assert(!is_scalar<E>, "vjp: the expression is a scalar: use grad (and scale by the cotangent)");
   using T = detail::compute_type_t<In..., C>;
   constexpr std::size_t N = sizeof...(In);
-  detail::binding<T, In..., C> b("vjp", N, in..., cotangent);
   if constexpr (ArrayInput<C>) {
+    const Shape out = detail::broadcast_shape("vjp", N, in...);
     const Shape cs = detail::shape_of(detail::container_of(cotangent));
-    if (cs != b.shape) {
+    if (cs != out) {
       throw Error(ErrorKind::ShapeMismatch, "vjp",
                   "argument 'cotangent' has shape " + format_shape(cs) + " but the output has shape " +
-                      format_shape(b.shape));
+                      format_shape(out));
     }
   }
+  detail::binding<T, In..., C> b("vjp", N, in..., cotangent);
   auto values = std::apply(
       [&](const auto&... outs) {
         return detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, outs...);

@@ -1,0 +1,356 @@
+// One pass over the data: the fused SIMD loop (simd_policy) and the element-by-element oracle
+// the tests compare it with (reference_policy).
+//
+// The loop runs over chunks of `chunk_elements` (whole SIMD batches) split with oneTBB in the
+// current task arena once n reaches `parallel_cutoff`. Each chunk reduces into its own partial,
+// and partials are combined in chunk order, so reductions are bit-identical for any thread count
+// and from run to run. The last partial batch of the data is padded and masked and goes through
+// the same kernel as the body, so a result never depends on an element's position.
+#pragma once
+
+#include <tenferro/core/detail/config.hpp>
+#include <tenferro/core/detail/xtensor.hpp>
+#include <tenferro/expr/eval/cse.hpp>
+#include <tenferro/expr/eval/hoist.hpp>
+#include <tenferro/expr/eval/kernel.hpp>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+#include <vector>
+
+namespace tenferro::expr::detail {
+
+// Elements per chunk: the unit of threading and of deterministic reduction order.
+inline constexpr std::size_t chunk_elements = 4096;
+// Below this many elements the loop runs on the calling thread: measured on 2 cores, splitting
+// smaller loops costs more in task overhead than it gains (see docs/benchmarks.md).
+inline constexpr std::size_t parallel_cutoff = 32768;
+
+struct simd_policy {};
+struct reference_policy {};  // one element at a time with std math, serial: the tests' oracle
+
+template <class B>
+B lane_indices() {
+  using T = typename B::value_type;
+  alignas(64) std::array<T, B::size> lanes{};
+  for (std::size_t k = 0; k < B::size; ++k) lanes[k] = static_cast<T>(k);
+  return B::load_unaligned(lanes.data());
+}
+
+template <class Op, class B>
+typename B::value_type horizontal(const B& acc) {
+  using T = typename B::value_type;
+  alignas(64) std::array<T, B::size> lanes{};
+  acc.store_unaligned(lanes.data());
+  T total = lanes[0];
+  for (std::size_t k = 1; k < B::size; ++k) total = Op::combine(total, lanes[k]);
+  return total;
+}
+
+// One padded batch of every array leaf, starting at element i, `count` < batch size valid.
+template <class T, std::size_t W, class Leaves>
+auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
+                   std::array<std::array<T, W>, std::tuple_size_v<Leaves>>& buffers) {
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto pad = [&](const auto& leaf, std::array<T, W>& buf) {
+      using Leaf = std::remove_cvref_t<decltype(leaf)>;
+      if constexpr (std::is_same_v<Leaf, array_leaf<T>>) {
+        std::copy(leaf.data + i, leaf.data + i + count, buf.begin());
+        std::fill(buf.begin() + count, buf.end(), leaf.data[i + count - 1]);  // a value in the domain
+        return array_leaf<T>{buf.data()};
+      } else {
+        return leaf;
+      }
+    };
+    return Leaves{pad(std::get<K>(leaves), buffers[K])...};
+  }
+  (std::make_index_sequence<std::tuple_size_v<Leaves>>{});
+}
+
+// The fused loop: `count` elements read from element `read_at` of the leaves and written from
+// element `write_at` of the outputs. Unmasked, count is a whole number of batches; masked, it is
+// the valid lanes of one padded batch. Flattened so that the whole tree, xsimd's math included,
+// is one loop body: the compiler then computes a subexpression shared by the value and the
+// gradients (exp(x * y) in sin(x) * y + exp(x * y)) once.
+template <bool Masked, class T, class Shared, class Reps, class Reds, class Stores, class Leaves, class Acc,
+          std::size_t NR>
+TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const std::array<bool, NR>& active,
+                                 const Reps& reps, const Leaves& leaves, const T* results, T count_n,
+                                 std::size_t read_at, std::size_t write_at, std::size_t count, Acc& acc) {
+  using B = xsimd::batch<T>;
+  constexpr std::size_t W = B::size;
+  auto step = [&](std::size_t at, std::size_t out_at) {
+    const auto registers = std::apply(
+        [&](const auto&... leaf) { return std::tuple{register_leaf<B>{leaf.template load<B>(at)}...}; },
+        leaves);
+    constexpr std::size_t M = std::tuple_size_v<Reps>;
+    std::array<B, M> shared;
+    const element_context<T, std::remove_const_t<decltype(registers)>, Shared, B> ctx{
+        registers, results, count_n, at, shared.data()};
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      auto fill = [&]<std::size_t Kc>(std::integral_constant<std::size_t, Kc>) {
+        using Rep = std::tuple_element_t<Kc, Reps>;
+        using S = std::remove_cvref_t<decltype(*std::get<Kc>(reps).node)>;
+        using P = typename trig_partner<S>::type;
+        constexpr std::size_t partner = std::is_void_v<P> ? not_shared : shared_index<Shared, P>;
+        if constexpr (partner == not_shared) {
+          shared[Kc] = eval_node<Rep::base, B>(*std::get<Kc>(reps).node, ctx);
+        } else if constexpr (std::is_same_v<typename S::op_type, ops::sin>) {
+          const auto [s, c] = xsimd::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
+          shared[Kc] = s;
+          shared[partner] = c;
+        }  // a cos with a sin partner: filled with it
+      };
+      (void)fill;
+      (fill(std::integral_constant<std::size_t, K>{}), ...);
+    }
+    (std::make_index_sequence<M>{});
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      auto reduce_one = [&]<std::size_t Jc>(std::integral_constant<std::size_t, Jc>) {
+        using Task = std::tuple_element_t<Jc, Reds>;
+        if (first_same_task<Reds, Jc>() != Jc && !active[Jc]) return;
+        B v = eval_batch<Task::id + 1, B>(*std::get<Jc>(reds).body, ctx);
+        if constexpr (Masked) {
+          v = xsimd::select(lane_indices<B>() < B(static_cast<T>(count)), v,
+                            B(Task::op::template identity<T>()));
+        }
+        acc[Jc] = Task::op::combine(acc[Jc], v);
+      };
+      (void)reduce_one;  // unused when the pass has no reduction
+      (reduce_one(std::integral_constant<std::size_t, J>{}), ...);
+    }
+    (std::make_index_sequence<NR>{});
+    std::apply(
+        [&](const auto&... task) {
+          auto store_one = [&](const auto& t) {
+            using Task = std::remove_cvref_t<decltype(t)>;
+            const B v = eval_batch<Task::base, B>(*t.expr, ctx);
+            if constexpr (Masked) {
+              alignas(64) std::array<T, W> tmp;
+              v.store_unaligned(tmp.data());
+              std::copy(tmp.begin(), tmp.begin() + count, t.out + out_at);
+            } else {
+              v.store_unaligned(t.out + out_at);
+            }
+          };
+          (void)store_one;
+          (store_one(task), ...);
+        },
+        stores);
+  };
+  if constexpr (Masked) {
+    step(read_at, write_at);
+  } else {
+    for (std::size_t k = 0; k < count; k += W) step(read_at + k, write_at + k);
+  }
+}
+
+// The first occurrence of S among the trees of a pass (reduction bodies, then stored outputs).
+template <class S, class Reds, class Stores>
+auto first_in_pass(const Reds& reds, const Stores& stores) {
+  constexpr std::size_t NR = std::tuple_size_v<Reds>;
+  constexpr std::size_t index = []<class... R, class... T>(std::type_identity<std::tuple<R...>>,
+                                                           std::type_identity<std::tuple<T...>>) {
+    constexpr std::array<bool, sizeof...(R) + sizeof...(T)> has{contains<S, typename R::body_type>...,
+                                                                contains<S, typename T::expr_type>...};
+    std::size_t k = 0;
+    while (!has[k]) ++k;
+    return k;
+  }(std::type_identity<Reds>{}, std::type_identity<Stores>{});
+  if constexpr (index < NR) {
+    const auto& task = std::get<index>(reds);
+    return first_occurrence<S, std::remove_cvref_t<decltype(task)>::id + 1>(*task.body);
+  } else {
+    const auto& task = std::get<index - NR>(stores);
+    return first_occurrence<S, std::remove_cvref_t<decltype(task)>::base>(*task.expr);
+  }
+}
+
+template <class T, class Reds, class Stores, class Leaves>
+void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
+                      T* results) {
+  using B = xsimd::batch<T>;
+  constexpr std::size_t W = B::size;
+  static_assert(chunk_elements % W == 0);
+  constexpr std::size_t NR = std::tuple_size_v<Reds>;
+
+  // A duplicate reduction (same type, same constants as an earlier one) is computed once.
+  std::array<bool, NR> active{};
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((active[J] = first_same_task<Reds, J>() == J ||
+                  !same_values(*std::get<J>(reds).body, *std::get<first_same_task<Reds, J>()>(reds).body)),
+     ...);
+  }
+  (std::make_index_sequence<NR>{});
+
+  const std::size_t chunks = (n + chunk_elements - 1) / chunk_elements;
+  // One partial per chunk; on the stack for the common small case.
+  constexpr std::size_t inline_chunks = 8;
+  std::array<std::array<T, NR>, inline_chunks> partial_inline;
+  std::vector<std::array<T, NR>> partial_heap(NR > 0 && chunks > inline_chunks ? chunks : 0);
+  std::array<T, NR>* partial = chunks > inline_chunks ? partial_heap.data() : partial_inline.data();
+  const T count_n = static_cast<T>(n);
+
+  // Subtrees shared by the trees of this pass (cse.hpp), with their first occurrences.
+  using Shared = decltype(
+      []<class... R, class... S>(std::type_identity<std::tuple<R...>>, std::type_identity<std::tuple<S...>>) {
+        return shared_subtrees_t<typename R::body_type..., typename S::expr_type...>{};
+      }(std::type_identity<Reds>{}, std::type_identity<Stores>{}));
+  // Apply f(tree, base-constant) to every tree of the pass.
+  auto for_each_tree = [&](auto&& f) {
+    std::apply(
+        [&](const auto&... r) {
+          (f(*r.body, std::integral_constant<std::size_t, std::remove_cvref_t<decltype(r)>::id + 1>{}), ...);
+        },
+        reds);
+    std::apply(
+        [&](const auto&... t) {
+          (f(*t.expr, std::integral_constant<std::size_t, std::remove_cvref_t<decltype(t)>::base>{}), ...);
+        },
+        stores);
+  };
+  const auto reps = [&]<class... S>(type_list<S...>) {
+    return std::tuple{first_in_pass<S>(reds, stores)...};
+  }(Shared{});
+  bool share = true;
+  if constexpr (Shared::size > 0) {
+    for_each_tree([&](const auto& tree, auto) {
+      for_each_subtree(tree, [&](const auto& node) {
+        using N = std::remove_cvref_t<decltype(node)>;
+        if constexpr (shared_index<Shared, N> != not_shared) {
+          share = share && same_values(node, *std::get<shared_index<Shared, N>>(reps).node);
+          using P = typename trig_partner<N>::type;
+          if constexpr (!std::is_void_v<P>) {
+            share = share && same_values(node.operand, std::get<shared_index<Shared, P>>(reps).node->operand);
+          }
+        }
+      });
+    });
+  }
+
+  auto run_all = [&]<class Sh, class Reps>(std::type_identity<Sh>, const Reps& shared_reps) {
+    auto run_chunk = [&](std::size_t c) {
+      const std::size_t begin = c * chunk_elements;
+      const std::size_t end = std::min(n, begin + chunk_elements);
+      std::array<B, NR> acc;
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
+      }
+      (std::make_index_sequence<NR>{});
+
+      std::size_t i = begin;
+      const std::size_t body_end = begin + (end - begin) / W * W;
+      fused_loop<false, T, Sh>(reds, stores, active, shared_reps, leaves, results, count_n, i, i,
+                               body_end - i, acc);
+      i = body_end;
+      if (i < end) {
+        std::array<std::array<T, B::size>, std::tuple_size_v<Leaves>> buffers;
+        const Leaves tail = padded_leaves<T, B::size>(leaves, i, end - i, buffers);
+        fused_loop<true, T, Sh>(reds, stores, active, shared_reps, tail, results, count_n, 0, i, end - i,
+                                acc);
+      }
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((partial[c][J] = horizontal<typename std::tuple_element_t<J, Reds>::op>(acc[J])), ...);
+      }
+      (std::make_index_sequence<NR>{});
+    };
+
+    if (chunks > 1 && n >= parallel_cutoff) {
+      tbb::parallel_for(
+          tbb::blocked_range<std::size_t>(0, chunks, 1),
+          [&](const tbb::blocked_range<std::size_t>& r) {
+            for (std::size_t c = r.begin(); c != r.end(); ++c) run_chunk(c);
+          },
+          tbb::simple_partitioner{});
+    } else {
+      for (std::size_t c = 0; c < chunks; ++c) run_chunk(c);
+    }
+  };
+  if (share) {
+    run_all(std::type_identity<Shared>{}, reps);
+  } else {
+    run_all(std::type_identity<type_list<>>{}, std::tuple<>{});
+  }
+
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    auto finish = [&]<std::size_t Jc>(std::integral_constant<std::size_t, Jc>) {
+      using Task = std::tuple_element_t<Jc, Reds>;
+      T total = Task::op::template identity<T>();
+      for (std::size_t c = 0; c < chunks; ++c) total = Task::op::combine(total, partial[c][Jc]);
+      results[Task::id] = total;
+    };
+    (void)finish;
+    (finish(std::integral_constant<std::size_t, J>{}), ...);
+    // Duplicates take their first copy's value.
+    ((results[std::tuple_element_t<J, Reds>::id] =
+          active[J] ? results[std::tuple_element_t<J, Reds>::id]
+                    : results[std::tuple_element_t<first_same_task<Reds, J>(), Reds>::id]),
+     ...);
+  }
+  (std::make_index_sequence<NR>{});
+}
+
+// One pass: hoist the loop-invariant subtrees of every tree (hoist.hpp), then run the loop.
+template <class T, class Reds, class Stores, class Leaves>
+void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
+              T* results) {
+  const element_context<T, Leaves> ctx{leaves, results, static_cast<T>(n), 0};
+  const auto bodies = std::apply(
+      [&](const auto&... r) {
+        return std::tuple{hoist<std::remove_cvref_t<decltype(r)>::id + 1>(*r.body, ctx)...};
+      },
+      reds);
+  const auto exprs = std::apply(
+      [&](const auto&... t) {
+        return std::tuple{hoist<std::remove_cvref_t<decltype(t)>::base>(*t.expr, ctx)...};
+      },
+      stores);
+  const auto hoisted_reds = [&]<std::size_t... J>(std::index_sequence<J...>) {
+    return std::tuple{
+        reduce_task<std::tuple_element_t<J, Reds>::id, typename std::tuple_element_t<J, Reds>::op,
+                    std::tuple_element_t<J, std::remove_const_t<decltype(bodies)>>>{&std::get<J>(bodies)}...};
+  }
+  (std::make_index_sequence<std::tuple_size_v<Reds>>{});
+  const auto hoisted_stores = [&]<std::size_t... S>(std::index_sequence<S...>) {
+    return std::tuple{store_task<std::tuple_element_t<S, Stores>::base,
+                                 std::tuple_element_t<S, std::remove_const_t<decltype(exprs)>>, T>{
+        &std::get<S>(exprs), std::get<S>(stores).out}...};
+  }
+  (std::make_index_sequence<std::tuple_size_v<Stores>>{});
+  run_hoisted_pass<T>(hoisted_reds, hoisted_stores, leaves, n, results);
+}
+
+template <class T, class Reds, class Stores, class Leaves>
+void run_pass(reference_policy, const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
+              T* results) {
+  constexpr std::size_t NR = std::tuple_size_v<Reds>;
+  std::array<T, NR> acc;
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((acc[J] = std::tuple_element_t<J, Reds>::op::template identity<T>()), ...);
+  }
+  (std::make_index_sequence<NR>{});
+  for (std::size_t i = 0; i < n; ++i) {
+    const element_context<T, Leaves> ctx{leaves, results, static_cast<T>(n), i};
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(
+            acc[J], eval_element<std::tuple_element_t<J, Reds>::id + 1, T>(*std::get<J>(reds).body, ctx))),
+       ...);
+    }
+    (std::make_index_sequence<NR>{});
+    std::apply(
+        [&](const auto&... task) {
+          ((task.out[i] = eval_element<std::remove_cvref_t<decltype(task)>::base, T>(*task.expr, ctx)), ...);
+        },
+        stores);
+  }
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((results[std::tuple_element_t<J, Reds>::id] = acc[J]), ...);
+  }
+  (std::make_index_sequence<NR>{});
+}
+
+}  // namespace tenferro::expr::detail
