@@ -2,7 +2,7 @@
 // the tests compare it with (reference_policy).
 //
 // The loop runs over chunks of `chunk_elements` (whole SIMD batches) split with oneTBB in the
-// current task arena once n reaches `parallel_cutoff`. Each chunk reduces into its own partial,
+// current task arena once the pass has enough work (`parallel_work`). Each chunk reduces into its own partial,
 // and partials are combined in chunk order, so reductions are bit-identical for any thread count
 // and from run to run. The last partial batch of the data is padded and masked and goes through
 // the same kernel as the body, so a result never depends on an element's position.
@@ -26,9 +26,20 @@ namespace tenferro::expr::detail {
 
 // Elements per chunk: the unit of threading and of deterministic reduction order.
 inline constexpr std::size_t chunk_elements = 4096;
-// Below this many elements the loop runs on the calling thread: measured on 2 cores, splitting
-// smaller loops costs more in task overhead than it gains (see docs/benchmarks.md).
-inline constexpr std::size_t parallel_cutoff = 32768;
+
+// A pass runs on oneTBB when its work, elements times the summed op costs of one element, reaches
+// this; below it runs on the calling thread. Measured on 2 cores (docs/benchmarks.md):
+// sum(square(x)) (cost 2 per element) gains from a second thread from 32768 elements on,
+// sum(sin(x) * x + exp(x * x)) (cost 28) already at 8192.
+inline constexpr std::size_t parallel_work = 65536;
+
+// Summed op costs of evaluating one element of E (leaves and hoisted values cost nothing).
+template <class E>
+inline constexpr std::size_t tree_cost = 0;
+template <class Op, class A>
+inline constexpr std::size_t tree_cost<unary<Op, A>> = Op::cost + tree_cost<A>;
+template <class Op, class L, class R>
+inline constexpr std::size_t tree_cost<binary<Op, L, R>> = Op::cost + tree_cost<L> + tree_cost<R>;
 
 struct simd_policy {};
 struct reference_policy {};  // one element at a time with std math, serial: the tests' oracle
@@ -259,7 +270,11 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       (std::make_index_sequence<NR>{});
     };
 
-    if (chunks > 1 && n >= parallel_cutoff) {
+    constexpr std::size_t cost = []<class... R, class... S>(std::type_identity<std::tuple<R...>>,
+                                                          std::type_identity<std::tuple<S...>>) {
+    return ((tree_cost<typename R::body_type> + 1) + ... + 0) + ((tree_cost<typename S::expr_type> + 1) + ... + 0);
+  }(std::type_identity<Reds>{}, std::type_identity<Stores>{});
+  if (chunks > 1 && n * cost >= parallel_work) {
       tbb::parallel_for(
           tbb::blocked_range<std::size_t>(0, chunks, 1),
           [&](const tbb::blocked_range<std::size_t>& r) {
