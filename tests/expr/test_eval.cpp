@@ -291,3 +291,17 @@ TEST_CASE("jvp through broadcasting: each tangent has its input's shape") {
   CHECK(tangent(0, 2) == 6.0);  // a(0, 2) * db(2)
   CHECK(tangent(1, 1) == 0.0);
 }
+
+TEST_CASE("loop-invariant factors and addends leave the loop without changing results") {
+  const vec a = {1.0, 2.0, 4.0};
+  // sum(2 x) and sum(3 x) both keep sum(x) in the loop, with their own factor.
+  CHECK(eval(sum(2.0 * x) + sum(3.0 * x), a) == Approx(35.0));
+  CHECK(eval(sum(3.0 * x / y - 2.0), a, 0.5) == Approx(42.0 - 6.0));
+  CHECK(eval(sum(-(x / y) + y), a, 4.0) == Approx(-7.0 / 4.0 + 12.0));
+  auto [v, g] = value_and_grad(sum(square(x / y) - 1.0), a, 2.0);
+  CHECK(v == Approx((1.0 + 4.0 + 16.0) / 4.0 - 3.0));
+  CHECK(std::get<0>(g)(2) == Approx(2.0 * 4.0 / 4.0));
+  CHECK(std::get<1>(g) == Approx(-2.0 * 21.0 / 8.0));
+  const auto r = eval(-3.0 * (x / y), a, 2.0);
+  CHECK(r(2) == Approx(-6.0));
+}

@@ -5,9 +5,18 @@
 // the gradient of log_sum_exp. Before a pass runs, every maximal such subtree is evaluated once
 // and replaced by a `hoisted` leaf holding its value; a division by such a value becomes a
 // multiplication by its reciprocal. The replacement keeps the subtree's reduction count, so the
-// pre-order numbering of the reductions around it is unchanged.
+// pre-order numbering of the reductions around it is unchanged. (Every reduction a pass reads is
+// such a subtree, so after hoisting no tree of the pass reads a reduction by number.)
+//
+// Then constant factors leave the loop too: a product's hoisted and constant factors (through
+// negations) are multiplied into one number, so -1 * ((x - mu) * h1 * h2) is stored as
+// (x - mu) * f; and a sum reduction keeps only its varying part,
+//   sum(c * a + u) = c * sum(a) + n * u   (c, u loop-invariant),
+// applied after the loop. Both change rounding in the last bits only, and cut the gradients of
+// scalar parameters (the mean and deviation of a normal log-density) to a few operations each.
 #pragma once
 
+#include <tenferro/expr/build.hpp>
 #include <tenferro/expr/eval/kernel.hpp>
 #include <tenferro/expr/nodes.hpp>
 #include <tenferro/expr/ops/binary.hpp>
@@ -48,7 +57,7 @@ auto hoist(const E& e, const element_context<T, Leaves>& ctx) {
     using L = std::remove_cvref_t<decltype(e.lhs)>;
     using R = std::remove_cvref_t<decltype(e.rhs)>;
     auto lhs = hoist<Base>(e.lhs, ctx);
-    if constexpr (std::is_same_v<typename E::op_type, ops::div> && is_interior<R> && uniform<Leaves, R>()) {
+    if constexpr (std::is_same_v<typename E::op_type, ops::div> && uniform<Leaves, R>()) {
       const T divisor = eval_element<Base + reduction_count<L>, T>(e.rhs, ctx);
       return binary<ops::mul, decltype(lhs), hoisted<reduction_count<R>>>(
           lhs, hoisted<reduction_count<R>>{static_cast<double>(T(1) / divisor)});
@@ -58,6 +67,94 @@ auto hoist(const E& e, const element_context<T, Leaves>& ctx) {
     }
   } else {
     return e;
+  }
+}
+
+// ---- constant factors and addends ----------------------------------------------------------
+
+template <class E>
+inline constexpr bool is_number = std::is_same_v<E, constant>;
+template <std::size_t K>
+inline constexpr bool is_number<hoisted<K>> = true;
+
+template <class T, class Op>
+inline constexpr bool is_binary_of = false;
+template <class Op, class L, class R>
+inline constexpr bool is_binary_of<binary<Op, L, R>, Op> = true;
+
+template <class Rest>
+struct factored {
+  double factor;
+  Rest rest;
+};
+
+// e = factor * rest, with every number of a product (through negations) in factor.
+template <class E>
+auto split_factor(const E& e) {
+  if constexpr (is_number<E>) {
+    return factored<one>{e.value, one{}};
+  } else if constexpr (is_unary_of<E, ops::neg>) {
+    auto s = split_factor(e.operand);
+    return factored<decltype(s.rest)>{-s.factor, s.rest};
+  } else if constexpr (is_binary_of<E, ops::mul>) {
+    auto a = split_factor(e.lhs);
+    auto b = split_factor(e.rhs);
+    using A = decltype(a.rest);
+    using B = decltype(b.rest);
+    if constexpr (std::is_same_v<A, one>) {
+      return factored<B>{a.factor * b.factor, b.rest};
+    } else if constexpr (std::is_same_v<B, one>) {
+      return factored<A>{a.factor * b.factor, a.rest};
+    } else {
+      return factored<binary<ops::mul, A, B>>{a.factor * b.factor, binary<ops::mul, A, B>(a.rest, b.rest)};
+    }
+  } else {
+    return factored<E>{1.0, e};
+  }
+}
+
+// An elementwise output with its numbers multiplied into one leading factor.
+template <class E>
+auto fold_factors(const E& e) {
+  auto s = split_factor(e);
+  using Rest = decltype(s.rest);
+  if constexpr (std::is_same_v<Rest, E>) {
+    return e;  // nothing to fold
+  } else if constexpr (std::is_same_v<Rest, one>) {
+    return hoisted<0>{s.factor};
+  } else {
+    return binary<ops::mul, hoisted<0>, Rest>(hoisted<0>{s.factor}, s.rest);
+  }
+}
+
+template <class Rest>
+struct affine_sum {
+  double scale;  // sum(body) = scale * sum(rest) + n * offset
+  double offset;
+  Rest rest;
+};
+
+// A sum's body as scale * rest + offset, with the loop-invariant parts taken out.
+template <class E>
+auto split_sum(const E& e) {
+  if constexpr (requires { e.lhs; }) {
+    using Op = typename E::op_type;
+    using L = std::remove_cvref_t<decltype(e.lhs)>;
+    using R = std::remove_cvref_t<decltype(e.rhs)>;
+    if constexpr ((std::is_same_v<Op, ops::add> || std::is_same_v<Op, ops::sub>)&&is_number<R>) {
+      auto a = split_sum(e.lhs);
+      const double u = std::is_same_v<Op, ops::add> ? e.rhs.value : -e.rhs.value;
+      return affine_sum<decltype(a.rest)>{a.scale, a.offset + u, a.rest};
+    } else if constexpr (std::is_same_v<Op, ops::add> && is_number<L>) {
+      auto a = split_sum(e.rhs);
+      return affine_sum<decltype(a.rest)>{a.scale, a.offset + e.lhs.value, a.rest};
+    } else {
+      auto f = split_factor(e);
+      return affine_sum<decltype(f.rest)>{f.factor, 0.0, f.rest};
+    }
+  } else {
+    auto f = split_factor(e);
+    return affine_sum<decltype(f.rest)>{f.factor, 0.0, f.rest};
   }
 }
 

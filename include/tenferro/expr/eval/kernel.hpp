@@ -135,6 +135,8 @@ struct reduce_task {
   using op = Op;
   using body_type = Body;
   const Body* body;
+  double scale = 1.0;  // the result is scale * (reduction of body) + n * offset (hoist.hpp)
+  double offset = 0.0;
 };
 
 // An elementwise output written in this pass; its reductions start at number Base.

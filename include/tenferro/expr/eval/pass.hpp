@@ -2,10 +2,10 @@
 // the tests compare it with (reference_policy).
 //
 // The loop runs over chunks of `chunk_elements` (whole SIMD batches) split with oneTBB in the
-// current task arena once the pass has enough work (`parallel_work`). Each chunk reduces into its own partial,
-// and partials are combined in chunk order, so reductions are bit-identical for any thread count
-// and from run to run. The last partial batch of the data is padded and masked and goes through
-// the same kernel as the body, so a result never depends on an element's position.
+// current task arena once the pass has enough work (`parallel_work`). Each chunk reduces into its own
+// partial, and partials are combined in chunk order, so reductions are bit-identical for any thread count and
+// from run to run. The last partial batch of the data is padded and masked and goes through the same kernel
+// as the body, so a result never depends on an element's position.
 #pragma once
 
 #include <tenferro/core/detail/config.hpp>
@@ -192,8 +192,11 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   // A duplicate reduction (same type, same constants as an earlier one) is computed once.
   std::array<bool, NR> active{};
   [&]<std::size_t... J>(std::index_sequence<J...>) {
+    auto differs = [&](const auto& a, const auto& b) {
+      return !same_values(*a.body, *b.body) || a.scale != b.scale || a.offset != b.offset;
+    };
     ((active[J] = first_same_task<Reds, J>() == J ||
-                  !same_values(*std::get<J>(reds).body, *std::get<first_same_task<Reds, J>()>(reds).body)),
+                  differs(std::get<J>(reds), std::get<first_same_task<Reds, J>()>(reds))),
      ...);
   }
   (std::make_index_sequence<NR>{});
@@ -271,10 +274,11 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     };
 
     constexpr std::size_t cost = []<class... R, class... S>(std::type_identity<std::tuple<R...>>,
-                                                          std::type_identity<std::tuple<S...>>) {
-    return ((tree_cost<typename R::body_type> + 1) + ... + 0) + ((tree_cost<typename S::expr_type> + 1) + ... + 0);
-  }(std::type_identity<Reds>{}, std::type_identity<Stores>{});
-  if (chunks > 1 && n * cost >= parallel_work) {
+                                                            std::type_identity<std::tuple<S...>>) {
+      return ((tree_cost<typename R::body_type> + 1) + ... + 0) +
+             ((tree_cost<typename S::expr_type> + 1) + ... + 0);
+    }(std::type_identity<Reds>{}, std::type_identity<Stores>{});
+    if (chunks > 1 && n * cost >= parallel_work) {
       tbb::parallel_for(
           tbb::blocked_range<std::size_t>(0, chunks, 1),
           [&](const tbb::blocked_range<std::size_t>& r) {
@@ -296,7 +300,9 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       using Task = std::tuple_element_t<Jc, Reds>;
       T total = Task::op::template identity<T>();
       for (std::size_t c = 0; c < chunks; ++c) total = Task::op::combine(total, partial[c][Jc]);
-      results[Task::id] = total;
+      const auto& task = std::get<Jc>(reds);
+      results[Task::id] =
+          static_cast<T>(static_cast<double>(total) * task.scale + static_cast<double>(n) * task.offset);
     };
     (void)finish;
     (finish(std::integral_constant<std::size_t, J>{}), ...);
@@ -314,20 +320,27 @@ template <class T, class Reds, class Stores, class Leaves>
 void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
               T* results) {
   const element_context<T, Leaves> ctx{leaves, results, static_cast<T>(n), 0};
-  const auto bodies = std::apply(
-      [&](const auto&... r) {
-        return std::tuple{hoist<std::remove_cvref_t<decltype(r)>::id + 1>(*r.body, ctx)...};
-      },
-      reds);
+  // A sum keeps its varying part in the loop; a max keeps its body as it is.
+  auto prepare = [&](const auto& r) {
+    using Task = std::remove_cvref_t<decltype(r)>;
+    auto body = hoist<Task::id + 1>(*r.body, ctx);
+    if constexpr (std::is_same_v<typename Task::op, ops::sum>) {
+      return split_sum(body);
+    } else {
+      return affine_sum<decltype(body)>{1.0, 0.0, body};
+    }
+  };
+  const auto bodies = std::apply([&](const auto&... r) { return std::tuple{prepare(r)...}; }, reds);
   const auto exprs = std::apply(
       [&](const auto&... t) {
-        return std::tuple{hoist<std::remove_cvref_t<decltype(t)>::base>(*t.expr, ctx)...};
+        return std::tuple{fold_factors(hoist<std::remove_cvref_t<decltype(t)>::base>(*t.expr, ctx))...};
       },
       stores);
   const auto hoisted_reds = [&]<std::size_t... J>(std::index_sequence<J...>) {
     return std::tuple{
         reduce_task<std::tuple_element_t<J, Reds>::id, typename std::tuple_element_t<J, Reds>::op,
-                    std::tuple_element_t<J, std::remove_const_t<decltype(bodies)>>>{&std::get<J>(bodies)}...};
+                    decltype(std::get<J>(bodies).rest)>{&std::get<J>(bodies).rest, std::get<J>(bodies).scale,
+                                                        std::get<J>(bodies).offset}...};
   }
   (std::make_index_sequence<std::tuple_size_v<Reds>>{});
   const auto hoisted_stores = [&]<std::size_t... S>(std::index_sequence<S...>) {
