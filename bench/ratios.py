@@ -16,11 +16,15 @@ here = os.path.dirname(os.path.abspath(__file__))
 env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824")
 
 out = subprocess.run([os.path.join(build, "bench", "bench_expr"), "--benchmark_format=json",
-                      "--benchmark_min_time=0.3"], env=env, check=True, capture_output=True, text=True).stdout
+                      "--benchmark_min_time=0.2", "--benchmark_repetitions=3",
+                      "--benchmark_report_aggregates_only=true"],
+                     env=env, check=True, capture_output=True, text=True).stdout
 ours = {}
 for b in json.loads(out)["benchmarks"]:
-    name, n, threads = b["name"].split("/")[:3]
-    ours[(name, int(n), int(threads))] = b["real_time"]  # microseconds
+    if b.get("aggregate_name") != "median":
+        continue
+    name, n, threads = b["run_name"].split("/")[:3]
+    ours[(name, int(n), int(threads))] = b["real_time"]  # microseconds, median of 3
 
 torch = {}
 if os.path.exists("/usr/bin/python3"):

@@ -16,6 +16,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <array>
@@ -94,7 +95,7 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
                                  std::size_t read_at, std::size_t write_at, std::size_t count, Acc& acc) {
   using B = xsimd::batch<T>;
   constexpr std::size_t W = B::size;
-  auto step = [&](std::size_t at, std::size_t out_at) {
+  auto step = [&](std::size_t at, std::size_t out_at, Acc& into) {
     const auto registers = std::apply(
         [&](const auto&... leaf) { return std::tuple{register_leaf<B>{leaf.template load<B>(at)}...}; },
         leaves);
@@ -129,7 +130,7 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
           v = xsimd::select(lane_indices<B>() < B(static_cast<T>(count)), v,
                             B(Task::op::template identity<T>()));
         }
-        acc[Jc] = Task::op::combine(acc[Jc], v);
+        into[Jc] = Task::op::combine(into[Jc], v);
       };
       (void)reduce_one;  // unused when the pass has no reduction
       (reduce_one(std::integral_constant<std::size_t, J>{}), ...);
@@ -154,9 +155,26 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
         stores);
   };
   if constexpr (Masked) {
-    step(read_at, write_at);
+    step(read_at, write_at, acc);
   } else {
-    for (std::size_t k = 0; k < count; k += W) step(read_at + k, write_at + k);
+    // Two independent accumulators, in registers: a cheap reduction (sum(square(x))) is bound by
+    // the latency of its adds, not by the data. Fixed order, so still deterministic.
+    Acc even = acc;
+    Acc odd;
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((odd[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
+    }
+    (std::make_index_sequence<NR>{});
+    std::size_t k = 0;
+    for (; k + 2 * W <= count; k += 2 * W) {
+      step(read_at + k, write_at + k, even);
+      step(read_at + k + W, write_at + k + W, odd);
+    }
+    if (k < count) step(read_at + k, write_at + k, even);
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(even[J], odd[J])), ...);
+    }
+    (std::make_index_sequence<NR>{});
   }
 }
 
@@ -278,7 +296,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       return ((tree_cost<typename R::body_type> + 1) + ... + 0) +
              ((tree_cost<typename S::expr_type> + 1) + ... + 0);
     }(std::type_identity<Reds>{}, std::type_identity<Stores>{});
-    if (chunks > 1 && n * cost >= parallel_work) {
+    if (chunks > 1 && n * cost >= parallel_work && tbb::this_task_arena::max_concurrency() > 1) {
       tbb::parallel_for(
           tbb::blocked_range<std::size_t>(0, chunks, 1),
           [&](const tbb::blocked_range<std::size_t>& r) {
