@@ -19,7 +19,7 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   endif()
   if(TENFERRO_SANITIZE)
     target_compile_options(tenferro_internal_options INTERFACE
-      -fsanitize=${TENFERRO_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+      -fsanitize=${TENFERRO_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all -g)
     target_link_options(tenferro_internal_options INTERFACE -fsanitize=${TENFERRO_SANITIZE})
   endif()
 endif()
