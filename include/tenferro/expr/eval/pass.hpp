@@ -213,6 +213,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     auto differs = [&](const auto& a, const auto& b) {
       return !same_values(*a.body, *b.body) || a.scale != b.scale || a.offset != b.offset;
     };
+    (void)differs;  // unused when the pass has no reduction
     ((active[J] = first_same_task<Reds, J>() == J ||
                   differs(std::get<J>(reds), std::get<first_same_task<Reds, J>()>(reds))),
      ...);
