@@ -129,6 +129,13 @@ constexpr auto as_node(E&& e) {
   }
 }
 
+// binary<Op, ...> of two operands, each an expression or an arithmetic value.
+template <class Op, class L, class R>
+constexpr auto binary_of(L&& l, R&& r) {
+  return binary<Op, decltype(as_node(std::forward<L>(l))), decltype(as_node(std::forward<R>(r)))>(
+      as_node(std::forward<L>(l)), as_node(std::forward<R>(r)));
+}
+
 }  // namespace detail
 
 // Operands of binary operators and functions: two expressions, or an expression and a scalar.
@@ -170,26 +177,22 @@ constexpr auto operator-(E&& e) {
 template <class L, class R>
 requires Operands<L, R>
 constexpr auto operator+(L&& l, R&& r) {
-  return binary<ops::add, decltype(detail::as_node(l)), decltype(detail::as_node(r))>(
-      detail::as_node(std::forward<L>(l)), detail::as_node(std::forward<R>(r)));
+  return detail::binary_of<ops::add>(std::forward<L>(l), std::forward<R>(r));
 }
 template <class L, class R>
 requires Operands<L, R>
 constexpr auto operator-(L&& l, R&& r) {
-  return binary<ops::sub, decltype(detail::as_node(l)), decltype(detail::as_node(r))>(
-      detail::as_node(std::forward<L>(l)), detail::as_node(std::forward<R>(r)));
+  return detail::binary_of<ops::sub>(std::forward<L>(l), std::forward<R>(r));
 }
 template <class L, class R>
 requires Operands<L, R>
 constexpr auto operator*(L&& l, R&& r) {
-  return binary<ops::mul, decltype(detail::as_node(l)), decltype(detail::as_node(r))>(
-      detail::as_node(std::forward<L>(l)), detail::as_node(std::forward<R>(r)));
+  return detail::binary_of<ops::mul>(std::forward<L>(l), std::forward<R>(r));
 }
 template <class L, class R>
 requires Operands<L, R>
 constexpr auto operator/(L&& l, R&& r) {
-  return binary<ops::div, decltype(detail::as_node(l)), decltype(detail::as_node(r))>(
-      detail::as_node(std::forward<L>(l)), detail::as_node(std::forward<R>(r)));
+  return detail::binary_of<ops::div>(std::forward<L>(l), std::forward<R>(r));
 }
 
 // Elementwise functions (the math and the derivative of each is documented on its op in ops/).
@@ -265,20 +268,17 @@ constexpr auto stop_gradient(E e) {
 template <class L, class R>
 requires Operands<L, R>
 constexpr auto pow(L&& base, R&& exponent) {
-  return binary<ops::pow, decltype(detail::as_node(base)), decltype(detail::as_node(exponent))>(
-      detail::as_node(std::forward<L>(base)), detail::as_node(std::forward<R>(exponent)));
+  return detail::binary_of<ops::pow>(std::forward<L>(base), std::forward<R>(exponent));
 }
 template <class L, class R>
 requires Operands<L, R>
 constexpr auto maximum(L&& a, R&& b) {
-  return binary<ops::maximum, decltype(detail::as_node(a)), decltype(detail::as_node(b))>(
-      detail::as_node(std::forward<L>(a)), detail::as_node(std::forward<R>(b)));
+  return detail::binary_of<ops::maximum>(std::forward<L>(a), std::forward<R>(b));
 }
 template <class L, class R>
 requires Operands<L, R>
 constexpr auto minimum(L&& a, R&& b) {
-  return binary<ops::minimum, decltype(detail::as_node(a)), decltype(detail::as_node(b))>(
-      detail::as_node(std::forward<L>(a)), detail::as_node(std::forward<R>(b)));
+  return detail::binary_of<ops::minimum>(std::forward<L>(a), std::forward<R>(b));
 }
 
 // Reductions to a scalar, usable anywhere as scalar subexpressions (log(sum(exp(x))) is one
