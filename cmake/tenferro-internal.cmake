@@ -29,3 +29,16 @@ function(tenferro_add_program name)
   add_executable(${name} ${ARGN})
   target_link_libraries(${name} PRIVATE tenferro_internal_options)
 endfunction()
+
+# The eager ops' kernels, compiled once (compile-once mode, see include/tenferro/cpu/fused.hpp):
+# programs using the eager runtime link these objects and only declare the kernels.
+file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/tenferro_eager_kernels.cpp
+     CONTENT "#include <tenferro/cpu/instantiate_kernels.hpp>\n")
+add_library(tenferro_eager_kernels OBJECT ${CMAKE_BINARY_DIR}/tenferro_eager_kernels.cpp)
+target_link_libraries(tenferro_eager_kernels PRIVATE tenferro_internal_options)
+
+# tenferro_use_eager_kernels(target): build `target` in compile-once mode.
+function(tenferro_use_eager_kernels target)
+  target_sources(${target} PRIVATE $<TARGET_OBJECTS:tenferro_eager_kernels>)
+  target_compile_definitions(${target} PRIVATE TENFERRO_EXTERN_KERNELS)
+endfunction()

@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""PyTorch eager timings for the workloads of bench_eager, as JSON on stdout.
+
+Run with Debian's python3-torch (/usr/bin/python3). Each entry: name, n, threads, median
+microseconds per iteration (and per op for the chains).
+"""
+import json
+import statistics
+import time
+
+import torch
+
+torch.manual_seed(0)
+
+
+def timed(fn):
+    # Enough repetitions for about 0.06 s per round, at least 3; median of 5 rounds.
+    fn()
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-7)
+    reps = max(3, int(0.06 / once))
+    rounds = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        rounds.append((time.perf_counter() - start) / reps * 1e6)
+    return statistics.median(rounds)
+
+
+def chain(x):
+    y = x
+    for _ in range(25):
+        y = torch.tanh(torch.sin(y) + 0.5) * x
+    return y
+
+
+results = []
+torch.set_num_threads(1)
+for n in (1, 1000):
+    x = (torch.rand(n, dtype=torch.float64) * 2 - 1).requires_grad_()
+
+    def forward():
+        chain(x)
+
+    def forward_backward():
+        chain(x).sum().backward()
+        x.grad = None
+
+    results.append({"name": "chain_forward", "n": n, "threads": 1, "us": timed(forward) / 100})
+    results.append({"name": "chain_forward_backward", "n": n, "threads": 1, "us": timed(forward_backward) / 100})
+
+n = 1000000
+x0 = torch.rand(n, dtype=torch.float64) * 2 - 1
+y0 = torch.rand(n, dtype=torch.float64) * 2 - 1
+for threads in (1, 2):
+    torch.set_num_threads(threads)
+
+    def sin_exp():
+        x = x0.detach().requires_grad_()  # shares x0's buffer, like requires_grad_in
+        y = y0.detach().requires_grad_()
+        (torch.sin(x) * y + torch.exp(x * y)).sum().backward()
+
+    results.append({"name": "sin_exp", "n": n, "threads": threads, "us": timed(sin_exp)})
+print(json.dumps(results))

@@ -1,0 +1,102 @@
+// The two forms every derivative rule of a structural op (reductions, layout, matmul, cast) runs
+// in, behind one interface so each rule is written once as a template over the algebra:
+//
+//   kernel_algebra   values are Tensors; each step is a CPU kernel (backward(), transforms under
+//                    no_grad): nothing is recorded.
+//   traced_algebra   values are EagerTensors; each step is an eager op, recorded while recording
+//                    is on, so the rule's result can be differentiated again.
+#pragma once
+
+#include <tenferro/ad/tensor.hpp>
+#include <tenferro/cpu/fused.hpp>
+#include <tenferro/cpu/layout.hpp>
+#include <tenferro/cpu/reduce.hpp>
+#include <tenferro/cpu/session.hpp>
+
+#include <vector>
+
+namespace tenferro::detail::ad {
+
+inline Axes axes_of(const std::vector<bool>& mask) {
+  Axes axes;
+  for (std::size_t d = 0; d < mask.size(); ++d) {
+    if (mask[d]) axes.push_back(d);
+  }
+  return axes;
+}
+
+struct kernel_algebra {
+  using value = Tensor;
+  const CpuBackend& backend;
+
+  Tensor constant(Tensor t) const { return t; }
+  static const Tensor& tensor(const Tensor& v) { return v; }
+
+  Tensor mul(const Tensor& a, const Tensor& b) const { return binary<expr::ops::mul>(a, b, "mul"); }
+  Tensor add(const Tensor& a, const Tensor& b) const { return binary<expr::ops::add>(a, b, "add"); }
+  Tensor div(const Tensor& a, const Tensor& b) const { return binary<expr::ops::div>(a, b, "div"); }
+  Tensor scale(const Tensor& a, double s) const {
+    using E = expr::binary<expr::ops::mul, expr::arg<0>, expr::constant>;
+    return backend.run(a.size(), [&] {
+      return cpu::fused_kernels<E>::forward(E{expr::arg<0>{}, expr::constant(s)}, std::span(&a, 1), "scale");
+    });
+  }
+  Tensor reduce(cpu::Reduce r, const Tensor& a, const std::vector<bool>& mask) const {
+    return cpu::reduce(r, a, mask, "reduce");
+  }
+  Tensor reshape(const Tensor& a, const Shape& s) const { return cpu::reshape(a, s, "reshape"); }
+  Tensor transpose(const Tensor& a, const Axes& perm) const { return cpu::transpose(a, perm, "transpose"); }
+  Tensor broadcast_to(const Tensor& a, const Shape& s) const {
+    return cpu::broadcast_to(a, s, "broadcast_to");
+  }
+  Tensor sum_to(const Tensor& a, const Shape& s) const { return cpu::sum_to(a, s); }
+  Tensor matmul(const Tensor& a, const Tensor& b) const { return cpu::matmul(a, b, "matmul"); }
+  Tensor cast(const Tensor& a, DType d) const { return cpu::cast(a, d); }
+
+ private:
+  template <class Op>
+  Tensor binary(const Tensor& a, const Tensor& b, std::string_view op) const {
+    using E = cpu::binary_expr<Op>;
+    const std::array<Tensor, 2> in{a, b};
+    return backend.run(std::max(a.size(), b.size()), [&] {
+      return cpu::fused_kernels<E>::forward(E{expr::arg<0>{}, expr::arg<1>{}}, in, op);
+    });
+  }
+};
+
+struct traced_algebra {
+  using value = EagerTensor;
+  std::shared_ptr<EagerRuntime> runtime;
+
+  EagerTensor constant(Tensor t) const { return EagerTensor::from_tensor_in(std::move(t), runtime); }
+  static const Tensor& tensor(const EagerTensor& v) { return v.state()->value; }
+
+  EagerTensor mul(const EagerTensor& a, const EagerTensor& b) const { return a.mul(b); }
+  EagerTensor add(const EagerTensor& a, const EagerTensor& b) const { return a.add(b); }
+  EagerTensor div(const EagerTensor& a, const EagerTensor& b) const { return a.div(b); }
+  EagerTensor scale(const EagerTensor& a, double s) const { return a.scale(s); }
+  EagerTensor reduce(cpu::Reduce r, const EagerTensor& a, const std::vector<bool>& mask) const {
+    const Axes axes = axes_of(mask);
+    switch (r) {
+      case cpu::Reduce::sum:
+        return a.reduce_sum(axes);
+      case cpu::Reduce::prod:
+        return a.reduce_prod(axes);
+      case cpu::Reduce::max:
+        return a.reduce_max(axes);
+      case cpu::Reduce::min:
+        return a.reduce_min(axes);
+      case cpu::Reduce::mean:
+        break;
+    }
+    return a.reduce_mean(axes);
+  }
+  EagerTensor reshape(const EagerTensor& a, const Shape& s) const { return a.reshape(s); }
+  EagerTensor transpose(const EagerTensor& a, const Axes& perm) const { return a.transpose(perm); }
+  EagerTensor broadcast_to(const EagerTensor& a, const Shape& s) const { return a.broadcast_to(s); }
+  EagerTensor sum_to(const EagerTensor& a, const Shape& s) const { return a.sum_to(s); }
+  EagerTensor matmul(const EagerTensor& a, const EagerTensor& b) const { return a.matmul(b); }
+  EagerTensor cast(const EagerTensor& a, DType d) const { return a.to(d); }
+};
+
+}  // namespace tenferro::detail::ad

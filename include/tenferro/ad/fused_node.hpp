@@ -1,0 +1,278 @@
+// fused_node<E, Depth>: one tape node for a compile-time expression E of placeholders, the node of
+// every elementwise op (E = exp(arg<0>), arg<0> * arg<1>, ...) and of tenferro::apply.
+//
+//   forward   one fused pass (cpu::fused_kernels<E>). For a scalar E with tracked inputs the same
+//             pass also computes the gradient of every input, kept for the backward sweep.
+//   vjp/jvp   the compile-time derivative expressions of E, also one fused pass each.
+//   traced    (results that are differentiated again) the derivative expressions are recorded
+//             too: as one fused_node of the derivative expression while Depth > 0, else op by op
+//             (`interpret`: one single-op fused node per node of the expression). Depth bounds
+//             the chain of types the compiler instantiates; every order stays differentiable.
+#pragma once
+
+#include <tenferro/ad/record.hpp>
+#include <tenferro/cpu/fused.hpp>
+
+#include <array>
+#include <optional>
+#include <span>
+#include <type_traits>
+
+namespace tenferro::detail::ad {
+
+template <class E, int Depth>
+EagerTensor record_fused(std::string_view op, const E& e, std::span<const EagerTensor> in);
+
+// The printed name of an op struct (unary ops have a name, binary ops a symbol).
+template <class Op>
+constexpr std::string_view op_name() {
+  if constexpr (requires { Op::name; }) {
+    return Op::name;
+  } else {
+    return Op::symbol;
+  }
+}
+
+template <class X>
+inline constexpr bool is_number_leaf =
+    std::is_same_v<X, expr::constant> || std::is_same_v<X, expr::one> || std::is_same_v<X, expr::numel>;
+
+inline Shape broadcast_shape_of(std::span<const EagerTensor> in) {
+  Shape shape;
+  for (const auto& x : in) shape = cpu::broadcast_shapes("interpret", shape, x.shape());
+  return shape;
+}
+
+template <class X>
+double number_of(const X& x, std::span<const EagerTensor> in) {
+  if constexpr (std::is_same_v<X, expr::constant>) {
+    return x.value;
+  } else if constexpr (std::is_same_v<X, expr::one>) {
+    return 1.0;
+  } else {
+    return static_cast<double>(checked_shape_size(broadcast_shape_of(in)).value_or(0));
+  }
+}
+
+// Records expression x over `in` op by op (each node of x becomes a single-op fused node).
+template <class X>
+EagerTensor interpret(const X& x, std::span<const EagerTensor> in) {
+  using expr::arg;
+  if constexpr (requires { X::index; }) {
+    return in[X::index];
+  } else if constexpr (is_number_leaf<X>) {
+    return EagerTensor::from_tensor_in(Tensor::full({}, number_of(x, in), in[0].dtype()), in[0].context());
+  } else if constexpr (requires { x.operand; }) {
+    using Op = typename X::op_type;
+    const EagerTensor a = interpret(x.operand, in);
+    if constexpr (std::is_same_v<Op, expr::ops::stop_gradient>) {
+      return a.detach();
+    } else {
+      return record_fused<expr::unary<Op, arg<0>>, 0>(op_name<Op>(), expr::unary<Op, arg<0>>(arg<0>{}),
+                                                      std::span(&a, 1));
+    }
+  } else if constexpr (requires { x.lhs; }) {
+    using Op = typename X::op_type;
+    using L = std::remove_cvref_t<decltype(x.lhs)>;
+    using R = std::remove_cvref_t<decltype(x.rhs)>;
+    if constexpr (is_number_leaf<L>) {
+      using N = expr::binary<Op, expr::constant, arg<0>>;
+      const EagerTensor b = interpret(x.rhs, in);
+      return record_fused<N, 0>(op_name<Op>(), N(expr::constant(number_of(x.lhs, in)), arg<0>{}),
+                                std::span(&b, 1));
+    } else if constexpr (is_number_leaf<R>) {
+      using N = expr::binary<Op, arg<0>, expr::constant>;
+      const EagerTensor a = interpret(x.lhs, in);
+      return record_fused<N, 0>(op_name<Op>(), N(arg<0>{}, expr::constant(number_of(x.rhs, in))),
+                                std::span(&a, 1));
+    } else {
+      using N = expr::binary<Op, arg<0>, arg<1>>;
+      const std::array<EagerTensor, 2> ab{interpret(x.lhs, in), interpret(x.rhs, in)};
+      return record_fused<N, 0>(op_name<Op>(), N(arg<0>{}, arg<1>{}), ab);
+    }
+  } else {
+    // A reduction runs over the broadcast shape of the whole evaluation.
+    using Op = typename X::op_type;
+    EagerTensor body = interpret(x.body, in);
+    const Shape full = broadcast_shape_of(in);
+    if (body.shape() != full) body = body.broadcast_to(full);
+    if constexpr (std::is_same_v<Op, expr::ops::sum>) {
+      return body.reduce_sum();
+    } else {
+      static_assert(std::is_same_v<Op, expr::ops::max>);
+      return body.reduce_max();
+    }
+  }
+}
+
+// Records derivative expression d over `in`: one fused node while Depth > 0, else op by op.
+template <int Depth, class D>
+EagerTensor record_derivative(std::string_view op, const D& d, std::span<const EagerTensor> in) {
+  if constexpr (Depth > 0) {
+    return record_fused<D, Depth - 1>(op, d, in);
+  } else {
+    return interpret(d, in);
+  }
+}
+
+template <class E, int Depth>
+class fused_node final : public node {
+  static constexpr std::size_t N = expr::arity<E>;
+
+ public:
+  fused_node(std::vector<state_ptr> inputs, E e, std::string_view name, std::vector<Tensor> grads)
+      : node(std::move(inputs)), expr_(std::move(e)), name_(name), grads_(std::move(grads)) {}
+
+  std::string_view name() const noexcept override { return name_; }
+
+  std::vector<std::optional<Tensor>> vjp(const Tensor&, const Tensor& cotangent,
+                                         const std::vector<bool>& needed) const override {
+    std::vector<std::optional<Tensor>> out(N);
+    const auto in = input_values();
+    const CpuBackend& backend = inputs()[0]->runtime->backend();
+    if (!grads_.empty()) {  // scalar E: the forward pass computed the gradients already
+      const kernel_scale scale{backend, cotangent};
+      for (std::size_t k = 0; k < N; ++k) {
+        if (needed[k]) out[k] = scale(grads_[k]);
+      }
+      return out;
+    }
+    // Inputs whose cotangent is the output's cotangent itself (x + y, ...) share its buffer.
+    bool kernel = false;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      auto pass = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+        if (!needed[I]) return;
+        constexpr bool identity = std::is_same_v<decltype(cotangent_expr<I>()), expr::arg<N>>;
+        if (identity && in[I].shape() == cotangent.shape() && in[I].dtype() == cotangent.dtype()) {
+          out[I] = cotangent;
+        } else {
+          kernel = true;
+        }
+      };
+      (pass(std::integral_constant<std::size_t, K>{}), ...);
+    }
+    (std::make_index_sequence<N>{});
+    if (!kernel) return out;
+    std::vector<Tensor> g =
+        backend.run(largest(in), [&] { return cpu::fused_kernels<E>::vjp(expr_, in, cotangent, name_); });
+    for (std::size_t k = 0; k < N; ++k) {
+      if (needed[k] && !out[k]) out[k] = std::move(g[k]);
+    }
+    return out;
+  }
+
+  std::vector<std::optional<EagerTensor>> vjp_traced(const EagerTensor&, const EagerTensor& cotangent,
+                                                     const std::vector<bool>& needed) const override {
+    std::vector<EagerTensor> in = handles(inputs());
+    in.push_back(cotangent);
+    std::vector<std::optional<EagerTensor>> out(N);
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      auto one_input = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+        if (!needed[I]) return;
+        auto d = cotangent_expr<I>();
+        if constexpr (!std::is_same_v<decltype(d), expr::zero>) {
+          EagerTensor r = record_derivative<Depth>(name_, d, in);
+          if (r.shape() != in[I].shape()) r = r.sum_to(in[I].shape());
+          if (r.dtype() != in[I].dtype()) r = r.to(in[I].dtype());
+          out[I] = std::move(r);
+        }
+      };
+      (one_input(std::integral_constant<std::size_t, K>{}), ...);
+    }
+    (std::make_index_sequence<N>{});
+    return out;
+  }
+
+  Tensor jvp(const Tensor&, std::span<const Tensor* const> tangents) const override {
+    const auto in = input_values();
+    return inputs()[0]->runtime->backend().run(
+        largest(in), [&] { return cpu::fused_kernels<E>::jvp(expr_, in, tangents, name_); });
+  }
+
+  EagerTensor jvp_traced(const EagerTensor& output,
+                         std::span<const EagerTensor* const> tangents) const override {
+    std::vector<EagerTensor> in = handles(inputs());
+    for (std::size_t k = 0; k < N; ++k) {
+      in.push_back(tangents[k] ? *tangents[k]
+                               : EagerTensor::from_tensor_in(Tensor::zeros(in[k].shape(), in[k].dtype()),
+                                                             output.context()));
+    }
+    auto t = expr::detail::tangent_expr<N>(expr_);
+    if constexpr (std::is_same_v<decltype(t), expr::zero>) {
+      return EagerTensor::from_tensor_in(Tensor::zeros(output.shape(), output.dtype()), output.context());
+    } else {
+      return record_derivative<Depth>(name_, t, in);
+    }
+  }
+
+ private:
+  // The cotangent reaching input I as an expression of (inputs..., cotangent = arg<N>).
+  template <std::size_t I>
+  auto cotangent_expr() const {
+    if constexpr (expr::is_scalar<E>) {
+      return expr::detail::make_mul(expr::detail::vjp_expr<I>(expr_, expr::one{}), expr::arg<N>{});
+    } else {
+      return expr::detail::vjp_expr<I>(expr_, expr::arg<N>{});
+    }
+  }
+
+  // g scaled by a rank-0 cotangent, in g's dtype (g itself when the cotangent is 1).
+  struct kernel_scale {
+    const CpuBackend& backend;
+    const Tensor& cotangent;
+    Tensor operator()(const Tensor& g) const {
+      const double c =
+          cpu::visit_real(cotangent.dtype(), [&]<class T>(T) { return double(cotangent.as_slice<T>()[0]); });
+      if (c == 1.0) return g;
+      using S = expr::binary<expr::ops::mul, expr::arg<0>, expr::constant>;
+      return backend.run(g.size(), [&] {
+        return cpu::fused_kernels<S>::forward(S(expr::arg<0>{}, expr::constant(c)), std::span(&g, 1),
+                                              "scale");
+      });
+    }
+  };
+
+  std::array<Tensor, N> input_values() const {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::array<Tensor, N>{inputs()[K]->value...};
+    }
+    (std::make_index_sequence<N>{});
+  }
+  static std::size_t largest(std::span<const Tensor> in) {
+    std::size_t n = 0;
+    for (const auto& t : in) n = std::max(n, t.size());
+    return n;
+  }
+
+  E expr_;
+  std::string_view name_;
+  std::vector<Tensor> grads_;
+};
+
+template <class E, int Depth>
+EagerTensor record_fused(std::string_view op, const E& e, std::span<const EagerTensor> in) {
+  static_assert(expr::arity<E> >= 1, "a fused node needs at least one input");
+  if (in.size() != expr::arity<E>) {
+    throw Error(ErrorKind::InvalidArgument, std::string(op),
+                "the expression takes " + std::to_string(expr::arity<E>) + " inputs but " +
+                    std::to_string(in.size()) + " were given");
+  }
+  const auto& rt = common_runtime(op, in);
+  const auto values = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return std::array<Tensor, expr::arity<E>>{in[K].materialized()...};
+  }
+  (std::make_index_sequence<expr::arity<E>>{});
+  const bool record = should_record(in);
+  std::vector<Tensor> grads;
+  Tensor value = rt->backend().run(largest_size(in), [&] {
+    if constexpr (expr::is_scalar<E>) {
+      if (record) return cpu::fused_kernels<E>::value_and_grad(e, values, grads, op);
+    }
+    return cpu::fused_kernels<E>::forward(e, values, op);
+  });
+  return make_result(std::move(value), rt, in, record, [&](std::vector<state_ptr> states) {
+    return std::make_shared<fused_node<E, Depth>>(std::move(states), e, op, std::move(grads));
+  });
+}
+
+}  // namespace tenferro::detail::ad

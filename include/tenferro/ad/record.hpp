@@ -1,0 +1,67 @@
+// How an eager op turns its result into an EagerTensor: the inputs must share one runtime, and a
+// tape node is made only while recording is on and some input tracks grad.
+#pragma once
+
+#include <tenferro/ad/tensor.hpp>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tenferro::detail::ad {
+
+inline std::string to_string(ContextId id) { return "ContextId(" + std::to_string(id.value()) + ")"; }
+
+// The runtime every input belongs to. Throws ContextMismatch naming the op and both runtimes.
+inline const std::shared_ptr<EagerRuntime>& common_runtime(std::string_view op,
+                                                           std::span<const EagerTensor> in) {
+  const auto& rt = in[0].context();
+  for (std::size_t k = 1; k < in.size(); ++k) {
+    if (in[k].context() != rt) {
+      throw Error(ErrorKind::ContextMismatch, std::string(op),
+                  "argument " + std::to_string(k) + " (shape " + format_shape(in[k].shape()) +
+                      ") belongs to runtime " + to_string(in[k].context()->id()) + " but argument 0 (shape " +
+                      format_shape(in[0].shape()) + ") to runtime " + to_string(rt->id()) +
+                      ": tensors of different eager AD contexts cannot meet");
+    }
+  }
+  return rt;
+}
+
+inline bool should_record(std::span<const EagerTensor> in) {
+  if (!NoGradGuard::grad_enabled()) return false;
+  for (const auto& x : in) {
+    if (x.tracks_grad()) return true;
+  }
+  return false;
+}
+
+inline std::size_t largest_size(std::span<const EagerTensor> in) {
+  std::size_t n = 0;
+  for (const auto& x : in) n = std::max(n, x.size());
+  return n;
+}
+
+// The result of an op: `value` in runtime rt, with the node make(input states) when `record`.
+template <class Make>
+EagerTensor make_result(Tensor value, const std::shared_ptr<EagerRuntime>& rt,
+                        std::span<const EagerTensor> in, bool record, Make&& make) {
+  auto s = std::make_shared<tensor_state>();
+  s->value = std::move(value);
+  s->runtime = rt;
+  if (record) {
+    std::vector<state_ptr> states;
+    states.reserve(in.size());
+    for (const auto& x : in) states.push_back(x.state());
+    s->grad_fn = make(std::move(states));
+  }
+  return EagerTensor(std::move(s));
+}
+
+// The handles of a node's inputs.
+inline std::vector<EagerTensor> handles(const std::vector<state_ptr>& states) {
+  return {states.begin(), states.end()};
+}
+
+}  // namespace tenferro::detail::ad

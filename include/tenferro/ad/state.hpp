@@ -1,0 +1,138 @@
+// The tape: what an EagerTensor handle points to (tensor_state), the recorded op that produced a
+// value (node), gradient slots, and the thread's grad mode.
+//
+// A tensor_state owns its value and, when an op produced it while recording, that op's node; a
+// node owns its input states. So a graph lives exactly as long as some tensor refers to it, and a
+// node's saved values are its inputs' values (tensors are immutable). Destroying a long chain is
+// iterative (no recursion depth limit).
+#pragma once
+
+#include <tenferro/tensor/tensor.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tenferro {
+
+class EagerRuntime;
+class EagerTensor;
+
+// The number of tape nodes alive in this process (for tests and leak hunting).
+std::int64_t live_tape_nodes() noexcept;
+
+// Disables recording on the current thread while it lives (nestable; affects every runtime).
+class [[nodiscard]] NoGradGuard {
+ public:
+  NoGradGuard() noexcept { ++depth(); }
+  ~NoGradGuard() { --depth(); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+  // True when ops on this thread record (no guard alive).
+  static bool grad_enabled() noexcept { return depth() == 0; }
+
+ private:
+  static int& depth() noexcept {
+    thread_local int d = 0;
+    return d;
+  }
+};
+
+namespace detail::ad {
+
+struct tensor_state;
+using state_ptr = std::shared_ptr<tensor_state>;
+
+// The gradient slot of a leaf: what backward() accumulated, and, after a backward with
+// create_graph, the same gradient as a differentiable tensor.
+struct grad_slot {
+  std::mutex mutex;
+  std::optional<Tensor> grad;
+  state_ptr traced;
+};
+
+// One recorded op. Subclasses give the derivative rules, each in two forms: on plain Tensors with
+// the fused compile-time kernels (backward(), and transforms under no_grad), and with the
+// runtime's own ops on EagerTensors (functional transforms, whose results can be differentiated
+// again).
+class node {
+ public:
+  explicit node(std::vector<state_ptr> inputs) : inputs_(std::move(inputs)), sequence_(next_sequence()) {
+    live().fetch_add(1, std::memory_order_relaxed);
+  }
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+  virtual ~node();
+
+  virtual std::string_view name() const noexcept = 0;
+
+  const std::vector<state_ptr>& inputs() const noexcept { return inputs_; }
+
+  // Creation order: a node's inputs were made by nodes with smaller numbers, so sorting by it is
+  // a topological order.
+  std::uint64_t sequence() const noexcept { return sequence_; }
+
+  // Cotangents of the inputs flagged in `needed` (the others stay empty), given the output's value
+  // and cotangent.
+  virtual std::vector<std::optional<Tensor>> vjp(const Tensor& output, const Tensor& cotangent,
+                                                 const std::vector<bool>& needed) const = 0;
+  virtual std::vector<std::optional<EagerTensor>> vjp_traced(const EagerTensor& output,
+                                                             const EagerTensor& cotangent,
+                                                             const std::vector<bool>& needed) const = 0;
+
+  // The output's tangent; tangents[k] is nullptr for an input that does not move.
+  virtual Tensor jvp(const Tensor& output, std::span<const Tensor* const> tangents) const = 0;
+  virtual EagerTensor jvp_traced(const EagerTensor& output,
+                                 std::span<const EagerTensor* const> tangents) const = 0;
+
+  static std::atomic<std::int64_t>& live() noexcept {
+    static std::atomic<std::int64_t> count{0};
+    return count;
+  }
+
+ private:
+  static std::uint64_t next_sequence() noexcept {
+    static std::atomic<std::uint64_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  std::vector<state_ptr> inputs_;
+  std::uint64_t sequence_;
+};
+
+struct tensor_state : std::enable_shared_from_this<tensor_state> {
+  Tensor value;
+  std::shared_ptr<EagerRuntime> runtime;
+  std::shared_ptr<node> grad_fn;    // the op that made it (recorded ops only)
+  std::shared_ptr<grad_slot> slot;  // leaves that require grad
+
+  bool tracks_grad() const noexcept { return grad_fn || slot; }
+};
+
+inline node::~node() {
+  live().fetch_sub(1, std::memory_order_relaxed);
+  // Unlink the graph iteratively: a state only this node holds gives up its producer's inputs
+  // before it dies, so destruction never recurses down a long chain.
+  std::vector<state_ptr> pending = std::move(inputs_);
+  while (!pending.empty()) {
+    state_ptr s = std::move(pending.back());
+    pending.pop_back();
+    if (s.use_count() == 1 && s->grad_fn && s->grad_fn.use_count() == 1) {
+      for (auto& in : s->grad_fn->inputs_) pending.push_back(std::move(in));
+      s->grad_fn->inputs_.clear();
+    }
+  }
+}
+
+}  // namespace detail::ad
+
+inline std::int64_t live_tape_nodes() noexcept { return detail::ad::node::live().load(); }
+
+}  // namespace tenferro

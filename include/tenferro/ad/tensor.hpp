@@ -1,0 +1,190 @@
+// EagerTensor: a cheap handle (one shared pointer) on a value in an EagerRuntime, its gradient
+// slot when it is a trainable leaf, and the recorded op that produced it.
+//
+// Ops run at once (ad/ops.hpp) and, while recording is on and an input tracks grad, record one
+// tape node whose derivative rules are compile-time-layer kernels. Handles are immutable: an op
+// never changes its inputs.
+#pragma once
+
+#include <tenferro/ad/runtime.hpp>
+#include <tenferro/ad/state.hpp>
+#include <tenferro/cpu/common.hpp>
+#include <tenferro/tensor/io.hpp>
+
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <vector>
+
+namespace tenferro {
+
+using Axes = cpu::Axes;
+
+// Options of backward(): with create_graph, the sweep records its own ops, so the gradients it
+// leaves in the slots (grad_tensor()) can be differentiated again.
+struct BackwardOptions {
+  bool create_graph = false;
+};
+
+class EagerTensor {
+ public:
+  // An untracked tensor in runtime `ctx`.
+  static EagerTensor from_tensor_in(Tensor value, std::shared_ptr<EagerRuntime> ctx) {
+    return EagerTensor(make_state(std::move(value), std::move(ctx)));
+  }
+  // A trainable leaf: tracks grad and owns a gradient slot registered in `ctx`.
+  static EagerTensor requires_grad_in(Tensor value, std::shared_ptr<EagerRuntime> ctx) {
+    auto s = make_state(std::move(value), std::move(ctx));
+    s->slot = s->runtime->make_slot();
+    return EagerTensor(std::move(s));
+  }
+  // An untracked tensor from column-major data (Tensor::from_vec_col_major).
+  template <Element T>
+  static EagerTensor from_vec_col_major_in(Shape shape, std::vector<T> data,
+                                           std::shared_ptr<EagerRuntime> ctx) {
+    return from_tensor_in(Tensor::from_vec_col_major<T>(std::move(shape), std::move(data)), std::move(ctx));
+  }
+
+  // The same value, untracked, in the same runtime / in another runtime.
+  EagerTensor detach() const { return from_tensor_in(state_->value, state_->runtime); }
+  EagerTensor detach_into(std::shared_ptr<EagerRuntime> ctx) const {
+    return from_tensor_in(state_->value, std::move(ctx));
+  }
+
+  bool same_context(const EagerTensor& other) const noexcept {
+    return state_->runtime == other.state_->runtime;
+  }
+  const std::shared_ptr<EagerRuntime>& context() const noexcept { return state_->runtime; }
+
+  DType dtype() const noexcept { return state_->value.dtype(); }
+  Shape shape() const { return state_->value.shape(); }
+  std::size_t rank() const noexcept { return state_->value.rank(); }
+  std::size_t size() const noexcept { return state_->value.size(); }
+
+  // The value as a compact host Tensor (shares the buffer; Tensor is copy-on-write).
+  Tensor materialized() const { return state_->value; }
+
+  bool tracks_grad() const noexcept { return state_->tracks_grad(); }
+  bool is_leaf() const noexcept { return !state_->grad_fn; }
+
+  // What backward() accumulated in this leaf's slot (nullopt: nothing yet, or not a trainable leaf).
+  std::optional<Tensor> grad() const {
+    if (!state_->slot) return std::nullopt;
+    std::lock_guard lock(state_->slot->mutex);
+    return state_->slot->grad;
+  }
+  // The slot's gradient as a differentiable tensor, after backward({.create_graph = true}).
+  std::optional<EagerTensor> grad_tensor() const {
+    if (!state_->slot) return std::nullopt;
+    std::lock_guard lock(state_->slot->mutex);
+    if (!state_->slot->traced) return std::nullopt;
+    return EagerTensor(state_->slot->traced);
+  }
+  void clear_grad() const {
+    if (!state_->slot) return;
+    std::lock_guard lock(state_->slot->mutex);
+    state_->slot->grad.reset();
+    state_->slot->traced.reset();
+  }
+
+  // One reverse sweep from this scalar loss (one element) into the slots of the trainable leaves
+  // it depends on, adding to what they hold. backward_with takes the output's cotangent (any rank,
+  // same shape and dtype). Defined in ad/transforms.hpp.
+  void backward(BackwardOptions options = {}) const;
+  void backward_with(const EagerTensor& seed, BackwardOptions options = {}) const;
+
+  // ---- ops (ad/ops.hpp) ----------------------------------------------------------------------
+  // Binary ops broadcast NumPy-style and promote f32 with f64 to f64.
+  EagerTensor add(const EagerTensor& other) const;
+  EagerTensor sub(const EagerTensor& other) const;
+  EagerTensor mul(const EagerTensor& other) const;
+  EagerTensor div(const EagerTensor& other) const;
+  EagerTensor pow(const EagerTensor& other) const;
+  EagerTensor maximum(const EagerTensor& other) const;
+  EagerTensor minimum(const EagerTensor& other) const;
+
+  EagerTensor neg() const;
+  EagerTensor abs() const;
+  EagerTensor sign() const;
+  EagerTensor exp() const;
+  EagerTensor log() const;
+  EagerTensor sin() const;
+  EagerTensor cos() const;
+  EagerTensor tanh() const;
+  EagerTensor sqrt() const;
+  EagerTensor rsqrt() const;
+  EagerTensor expm1() const;
+  EagerTensor log1p() const;
+  EagerTensor square() const;
+  EagerTensor sigmoid() const;
+
+  // Elementwise with a number: x * s, x + s, s - x, s / x (also as operators).
+  EagerTensor scale(double s) const;
+  EagerTensor add_scalar(double s) const;
+  EagerTensor rsub_scalar(double s) const;
+  EagerTensor rdiv_scalar(double s) const;
+
+  // Reductions: no argument reduces every axis (rank-0 result); a list reduces those axes (an
+  // empty list: none). Reduced axes are dropped.
+  EagerTensor reduce_sum() const;
+  EagerTensor reduce_sum(const Axes& axes) const;
+  EagerTensor reduce_prod() const;
+  EagerTensor reduce_prod(const Axes& axes) const;
+  EagerTensor reduce_max() const;
+  EagerTensor reduce_max(const Axes& axes) const;
+  EagerTensor reduce_min() const;
+  EagerTensor reduce_min(const Axes& axes) const;
+  EagerTensor reduce_mean() const;
+  EagerTensor reduce_mean(const Axes& axes) const;
+
+  EagerTensor reshape(const Shape& shape) const;
+  EagerTensor transpose(const Axes& perm) const;
+  EagerTensor matmul(const EagerTensor& other) const;
+  // NumPy broadcast to a larger shape, and its adjoint (sum over the broadcast axes).
+  EagerTensor broadcast_to(const Shape& shape) const;
+  // The same values as another floating dtype (f32 <-> f64); the cotangent converts back.
+  EagerTensor to(DType dtype) const;
+  EagerTensor sum_to(const Shape& shape) const;
+
+  friend std::ostream& operator<<(std::ostream& os, const EagerTensor& t) {
+    return os << "EagerTensor(" << t.state_->value << ", shape=" << format_shape(t.shape())
+              << ", dtype=" << t.dtype() << ", tracks_grad=" << (t.tracks_grad() ? "true" : "false") << ")";
+  }
+
+  // The shared state (for the tape machinery).
+  explicit EagerTensor(detail::ad::state_ptr state) noexcept : state_(std::move(state)) {}
+  const detail::ad::state_ptr& state() const noexcept { return state_; }
+
+ private:
+  static detail::ad::state_ptr make_state(Tensor value, std::shared_ptr<EagerRuntime> ctx) {
+    auto s = std::make_shared<detail::ad::tensor_state>();
+    s->value = std::move(value);
+    s->runtime = std::move(ctx);
+    return s;
+  }
+
+  detail::ad::state_ptr state_;
+};
+
+inline EagerTensor operator+(const EagerTensor& a, const EagerTensor& b) { return a.add(b); }
+inline EagerTensor operator-(const EagerTensor& a, const EagerTensor& b) { return a.sub(b); }
+inline EagerTensor operator*(const EagerTensor& a, const EagerTensor& b) { return a.mul(b); }
+inline EagerTensor operator/(const EagerTensor& a, const EagerTensor& b) { return a.div(b); }
+inline EagerTensor operator-(const EagerTensor& a) { return a.neg(); }
+inline EagerTensor operator*(const EagerTensor& a, double s) { return a.scale(s); }
+inline EagerTensor operator*(double s, const EagerTensor& a) { return a.scale(s); }
+inline EagerTensor operator/(const EagerTensor& a, double s) { return a.scale(1.0 / s); }
+inline EagerTensor operator/(double s, const EagerTensor& a) { return a.rdiv_scalar(s); }
+inline EagerTensor operator+(const EagerTensor& a, double s) { return a.add_scalar(s); }
+inline EagerTensor operator+(double s, const EagerTensor& a) { return a.add_scalar(s); }
+inline EagerTensor operator-(const EagerTensor& a, double s) { return a.add_scalar(-s); }
+inline EagerTensor operator-(double s, const EagerTensor& a) { return a.rsub_scalar(s); }
+
+inline EagerTensor EagerRuntime::constant_from(Tensor tensor) {
+  return EagerTensor::from_tensor_in(std::move(tensor), shared_from_this());
+}
+inline EagerTensor EagerRuntime::variable_from(Tensor tensor) {
+  return EagerTensor::requires_grad_in(std::move(tensor), shared_from_this());
+}
+
+}  // namespace tenferro

@@ -1,0 +1,300 @@
+// Differentiating a recorded graph: backward() into gradient slots, and the functional transforms
+// grad / vjp / jvp of EagerRuntime.
+//
+// Reverse mode is ONE sweep from the output over the nodes that reach it, in reverse creation
+// order (a topological order), summing cotangents where a value is used twice. Forward mode walks
+// the same nodes in creation order. Each sweep runs either on Tensors with the fused kernels
+// (backward(), and transforms while recording is off) or on EagerTensors with recorded ops
+// (transforms while recording is on, and backward with create_graph), so results can be
+// differentiated again.
+#pragma once
+
+#include <tenferro/ad/ops.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <memory_resource>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace tenferro::detail::ad {
+
+// Rules run by reverse sweeps in this process (tests use it to show one sweep visits each node
+// once, whatever the number of leaves).
+inline std::atomic<std::uint64_t>& vjp_rules_run() noexcept {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+
+// Scratch memory for one sweep: small graphs run without touching the heap.
+struct sweep_arena {
+  std::array<std::byte, 16384> buffer;
+  std::pmr::monotonic_buffer_resource resource{buffer.data(), buffer.size()};
+};
+
+// The recorded states `root` depends on (root included), outputs before inputs.
+inline std::pmr::vector<const tensor_state*> graph_of(const tensor_state* root,
+                                                      std::pmr::memory_resource* mem) {
+  std::pmr::vector<const tensor_state*> order(mem);
+  std::pmr::unordered_set<const tensor_state*> seen(mem);
+  seen.insert(root);
+  if (root->grad_fn) order.push_back(root);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    for (const auto& in : order[i]->grad_fn->inputs()) {
+      if (in->grad_fn && seen.insert(in.get()).second) order.push_back(in.get());
+    }
+  }
+  std::sort(order.begin(), order.end(), [](const tensor_state* a, const tensor_state* b) {
+    return a->grad_fn->sequence() > b->grad_fn->sequence();
+  });
+  return order;
+}
+
+// The two kinds of values a sweep carries.
+struct kernel_sweep {
+  using value = Tensor;
+  static void accumulate(Tensor& acc, const Tensor& b) { cpu::add_into(acc, b); }
+  static auto vjp(const node& n, const tensor_state& s, const Tensor& c, const std::vector<bool>& needed) {
+    return n.vjp(s.value, c, needed);
+  }
+  static Tensor jvp(const node& n, const tensor_state& s, std::span<const Tensor* const> t) {
+    return n.jvp(s.value, t);
+  }
+};
+
+struct traced_sweep {
+  using value = EagerTensor;
+  static void accumulate(EagerTensor& acc, const EagerTensor& b) { acc = acc.add(b); }
+  // The output's handle (a new handle on the same state).
+  static EagerTensor handle(const tensor_state& s) {
+    return EagerTensor(std::const_pointer_cast<tensor_state>(s.shared_from_this()));
+  }
+  static auto vjp(const node& n, const tensor_state& s, const EagerTensor& c,
+                  const std::vector<bool>& needed) {
+    return n.vjp_traced(handle(s), c, needed);
+  }
+  static EagerTensor jvp(const node& n, const tensor_state& s, std::span<const EagerTensor* const> t) {
+    return n.jvp_traced(handle(s), t);
+  }
+};
+
+template <class V>
+using value_map = std::pmr::unordered_map<const tensor_state*, V>;
+
+// Reverse sweep from `root` with cotangent `seed`: the summed cotangent of every tracked state
+// reached (leaves and intermediates), by state.
+template <class Sweep>
+value_map<typename Sweep::value> reverse_sweep(const tensor_state* root, typename Sweep::value seed,
+                                               std::pmr::memory_resource* mem) {
+  value_map<typename Sweep::value> cot(mem);
+  cot.emplace(root, std::move(seed));
+  std::vector<bool> needed;
+  for (const tensor_state* s : graph_of(root, mem)) {
+    auto it = cot.find(s);
+    if (it == cot.end()) continue;
+    const node& n = *s->grad_fn;
+    needed.clear();
+    for (const auto& in : n.inputs()) needed.push_back(in->tracks_grad());
+    auto in_cot = Sweep::vjp(n, *s, it->second, needed);
+    vjp_rules_run().fetch_add(1, std::memory_order_relaxed);
+    for (std::size_t k = 0; k < in_cot.size(); ++k) {
+      if (!in_cot[k]) continue;
+      auto [slot, fresh] = cot.try_emplace(n.inputs()[k].get(), std::move(*in_cot[k]));
+      if (!fresh) Sweep::accumulate(slot->second, *in_cot[k]);
+    }
+  }
+  return cot;
+}
+
+// Forward sweep: the tangent of `root` when `wrt` moves along `tangent` (nullopt: root does not
+// depend on wrt).
+template <class Sweep>
+std::optional<typename Sweep::value> forward_sweep(const tensor_state* root, const tensor_state* wrt,
+                                                   typename Sweep::value tangent,
+                                                   std::pmr::memory_resource* mem) {
+  if (root == wrt) return tangent;
+  value_map<typename Sweep::value> tan(mem);
+  tan.emplace(wrt, std::move(tangent));
+  const auto order = graph_of(root, mem);
+  std::vector<const typename Sweep::value*> in_tan;
+  for (auto s = order.rbegin(); s != order.rend(); ++s) {
+    if (*s == wrt) continue;
+    const node& n = *(*s)->grad_fn;
+    in_tan.clear();
+    bool any = false;
+    for (const auto& in : n.inputs()) {
+      auto it = tan.find(in.get());
+      in_tan.push_back(it == tan.end() ? nullptr : &it->second);
+      any = any || it != tan.end();
+    }
+    if (any) tan.emplace(*s, Sweep::jvp(n, **s, in_tan));
+  }
+  auto it = tan.find(root);
+  if (it == tan.end()) return std::nullopt;
+  return std::move(it->second);
+}
+
+inline void check_scalar(std::string_view op, const EagerTensor& output) {
+  if (output.size() != 1) {
+    throw Error(ErrorKind::NonScalarGrad, std::string(op),
+                "the output has shape " + format_shape(output.shape()) + " (" +
+                    std::to_string(output.size()) +
+                    " elements); a gradient needs a scalar (one element): reduce it first, or use vjp");
+  }
+}
+
+inline void check_same_runtime(std::string_view op, const EagerRuntime* rt,
+                               std::initializer_list<EagerTensor> in) {
+  std::vector<EagerTensor> all(in);
+  common_runtime(op, all);
+  if (rt && all[0].context().get() != rt) {
+    throw Error(ErrorKind::ContextMismatch, std::string(op),
+                "the tensors belong to runtime " + to_string(all[0].context()->id()) +
+                    " but the call was made on runtime " + to_string(rt->id()) +
+                    ": tensors of different eager AD contexts cannot meet");
+  }
+}
+
+// Throws DtypeMismatch / ShapeMismatch unless `given` matches `expected` (named `what`).
+inline void check_like(std::string_view op, std::string_view arg, const EagerTensor& given,
+                       std::string_view what, const EagerTensor& expected) {
+  if (given.dtype() != expected.dtype()) {
+    throw Error(ErrorKind::DtypeMismatch, std::string(op),
+                "argument '" + std::string(arg) + "' has dtype " + std::string(dtype_name(given.dtype())) +
+                    " but " + std::string(what) + " has dtype " + std::string(dtype_name(expected.dtype())));
+  }
+  if (given.shape() != expected.shape()) {
+    throw Error(ErrorKind::ShapeMismatch, std::string(op),
+                "argument '" + std::string(arg) + "' has shape " + format_shape(given.shape()) + " but " +
+                    std::string(what) + " has shape " + format_shape(expected.shape()));
+  }
+}
+
+// vjp of output w.r.t. wrt: traced while recording, else with kernels (an untracked result).
+inline std::optional<EagerTensor> vjp_impl(const EagerTensor& output, const EagerTensor& wrt,
+                                           const EagerTensor& cotangent) {
+  const auto& rt = output.context();
+  if (!output.tracks_grad() || !wrt.tracks_grad()) return std::nullopt;
+  sweep_arena arena;
+  if (NoGradGuard::grad_enabled()) {
+    auto cot = reverse_sweep<traced_sweep>(output.state().get(), cotangent, &arena.resource);
+    auto it = cot.find(wrt.state().get());
+    if (it == cot.end()) return std::nullopt;
+    return it->second;
+  }
+  auto cot = reverse_sweep<kernel_sweep>(output.state().get(), cotangent.materialized(), &arena.resource);
+  auto it = cot.find(wrt.state().get());
+  if (it == cot.end()) return std::nullopt;
+  return EagerTensor::from_tensor_in(it->second, rt);
+}
+
+inline EagerTensor required(std::optional<EagerTensor> r, std::string_view op, const EagerTensor& output,
+                            const EagerTensor& wrt) {
+  if (!r) {
+    throw Error(ErrorKind::Inactive, std::string(op),
+                "the output (shape " + format_shape(output.shape()) + ") does not depend on 'wrt' (shape " +
+                    format_shape(wrt.shape()) + ") through recorded ops; use " + std::string(op) +
+                    "_optional to get nullopt instead");
+  }
+  return std::move(*r);
+}
+
+inline EagerTensor ones_like(const EagerTensor& t) {
+  return EagerTensor::from_tensor_in(Tensor::ones(t.shape(), t.dtype()), t.context());
+}
+
+}  // namespace tenferro::detail::ad
+
+namespace tenferro {
+
+inline std::optional<EagerTensor> EagerRuntime::grad_optional(const EagerTensor& output,
+                                                              const EagerTensor& wrt) {
+  detail::ad::check_scalar("grad", output);
+  detail::ad::check_same_runtime("grad", this, {output, wrt});
+  return detail::ad::vjp_impl(output, wrt, detail::ad::ones_like(output));
+}
+inline EagerTensor EagerRuntime::grad(const EagerTensor& output, const EagerTensor& wrt) {
+  return detail::ad::required(grad_optional(output, wrt), "grad", output, wrt);
+}
+
+inline std::optional<EagerTensor> EagerRuntime::vjp_optional(const EagerTensor& output,
+                                                             const EagerTensor& wrt,
+                                                             const EagerTensor& cotangent) {
+  detail::ad::check_same_runtime("vjp", this, {output, wrt, cotangent});
+  detail::ad::check_like("vjp", "cotangent", cotangent, "the output", output);
+  return detail::ad::vjp_impl(output, wrt, cotangent);
+}
+inline EagerTensor EagerRuntime::vjp(const EagerTensor& output, const EagerTensor& wrt,
+                                     const EagerTensor& cotangent) {
+  return detail::ad::required(vjp_optional(output, wrt, cotangent), "vjp", output, wrt);
+}
+
+inline std::optional<EagerTensor> EagerRuntime::jvp_optional(const EagerTensor& output,
+                                                             const EagerTensor& wrt,
+                                                             const EagerTensor& tangent) {
+  detail::ad::check_same_runtime("jvp", this, {output, wrt, tangent});
+  detail::ad::check_like("jvp", "tangent", tangent, "'wrt'", wrt);
+  if (!output.tracks_grad() || !wrt.tracks_grad()) return std::nullopt;
+  detail::ad::sweep_arena arena;
+  if (NoGradGuard::grad_enabled()) {
+    return detail::ad::forward_sweep<detail::ad::traced_sweep>(output.state().get(), wrt.state().get(),
+                                                               tangent, &arena.resource);
+  }
+  auto t = detail::ad::forward_sweep<detail::ad::kernel_sweep>(output.state().get(), wrt.state().get(),
+                                                               tangent.materialized(), &arena.resource);
+  if (!t) return std::nullopt;
+  return EagerTensor::from_tensor_in(std::move(*t), shared_from_this());
+}
+inline EagerTensor EagerRuntime::jvp(const EagerTensor& output, const EagerTensor& wrt,
+                                     const EagerTensor& tangent) {
+  return detail::ad::required(jvp_optional(output, wrt, tangent), "jvp", output, wrt);
+}
+
+inline void EagerTensor::backward(BackwardOptions options) const {
+  detail::ad::check_scalar("backward", *this);
+  backward_with(detail::ad::ones_like(*this), options);
+}
+
+inline void EagerTensor::backward_with(const EagerTensor& seed, BackwardOptions options) const {
+  detail::ad::check_same_runtime("backward", nullptr, {*this, seed});
+  detail::ad::check_like("backward", "seed", seed, "the output", *this);
+  if (!tracks_grad()) {
+    throw Error(ErrorKind::Inactive, "backward",
+                "the output (shape " + format_shape(shape()) +
+                    ") does not track grad: no trainable leaf reaches it through recorded ops");
+  }
+  // Slots are written after the sweep, so a failing rule leaves every slot as it was.
+  auto deposit = [](const auto& cot, auto&& write) {
+    for (const auto& [state, value] : cot) {
+      const auto& slot = state->slot;
+      if (!slot) continue;
+      std::lock_guard lock(slot->mutex);
+      write(*slot, value);
+    }
+  };
+  detail::ad::sweep_arena arena;
+  auto add_to = [](std::optional<Tensor>& slot, const Tensor& g) {
+    if (slot) {
+      cpu::add_into(*slot, g);
+    } else {
+      slot = g;
+    }
+  };
+  if (options.create_graph) {
+    auto cot = detail::ad::reverse_sweep<detail::ad::traced_sweep>(state_.get(), seed, &arena.resource);
+    deposit(cot, [&](detail::ad::grad_slot& slot, const EagerTensor& g) {
+      slot.traced = slot.traced ? EagerTensor(slot.traced).add(g).state() : g.state();
+      add_to(slot.grad, g.materialized());
+    });
+    return;
+  }
+  auto cot =
+      detail::ad::reverse_sweep<detail::ad::kernel_sweep>(state_.get(), seed.materialized(), &arena.resource);
+  deposit(cot, [&](detail::ad::grad_slot& slot, const Tensor& g) { add_to(slot.grad, g); });
+}
+
+}  // namespace tenferro

@@ -1,0 +1,186 @@
+// Fused kernels on dynamic Tensors: the compile-time layer evaluating one expression of
+// placeholders over f32/f64 Tensors. Every elementwise eager op, its vjp and its jvp, and every
+// `apply` node run through fused_kernels<E>.
+//
+// Inputs of mixed f32/f64 compute in f64 (f32 inputs are converted once); shapes broadcast
+// NumPy-style; cotangents come back in each input's own shape and dtype.
+//
+// Compile-once mode. Instantiating the kernels of every eager op costs tens of seconds of
+// compilation. By default (header-only) each translation unit instantiates the kernels it uses.
+// With TENFERRO_EXTERN_KERNELS defined in every translation unit, the kernels listed in
+// cpu/kernel_list.inc are only declared here (`extern template`), and ONE source file of the
+// program defines them all:
+//
+//     #include <tenferro/cpu/instantiate_kernels.hpp>
+//
+// compiled with the same flags (e.g. the same -march) as the rest of the program. That is why the
+// members are defined out of the class.
+#pragma once
+
+#include <tenferro/cpu/backend.hpp>
+#include <tenferro/cpu/common.hpp>
+#include <tenferro/expr.hpp>
+
+#include <array>
+#include <span>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace tenferro::cpu {
+
+static_assert(CpuBackend::serial_elements == expr::detail::chunk_elements,
+              "CpuBackend::run skips the arena only for kernels that fit one chunk of the fused loop");
+
+template <class E>
+struct fused_kernels {
+  static constexpr std::size_t arity = expr::arity<E>;
+
+  // The value of e: a rank-0 tensor for a scalar e, else a tensor of the broadcast shape.
+  static Tensor forward(const E& e, std::span<const Tensor> in, std::string_view op);
+
+  // Scalar e only: the value and the gradient of every input (in its shape and dtype), one pass.
+  static Tensor value_and_grad(const E& e, std::span<const Tensor> in, std::vector<Tensor>& grads,
+                               std::string_view op) requires expr::is_scalar<E>;
+
+  // The cotangent of every input given the output's cotangent, one pass (plus the reductions that
+  // undo broadcasting).
+  static std::vector<Tensor> vjp(const E& e, std::span<const Tensor> in, const Tensor& cotangent,
+                                 std::string_view op);
+
+  // The output's tangent when input k moves along *tangents[k] (nullptr: it does not move).
+  static Tensor jvp(const E& e, std::span<const Tensor> in, std::span<const Tensor* const> tangents,
+                    std::string_view op);
+};
+
+// The one-op expressions of the eager elementwise ops.
+template <class Op>
+using unary_expr = expr::unary<Op, expr::arg<0>>;
+template <class Op>
+using binary_expr = expr::binary<Op, expr::arg<0>, expr::arg<1>>;
+// x op s and s op x for a number s.
+template <class Op>
+using number_rhs_expr = expr::binary<Op, expr::arg<0>, expr::constant>;
+template <class Op>
+using number_lhs_expr = expr::binary<Op, expr::constant, expr::arg<0>>;
+// The sum of every element.
+using sum_expr = expr::reduction<expr::ops::sum, expr::arg<0>>;
+
+namespace detail {
+
+// Calls f with a TypedTensor<T> view (or converted copy) of each of the first N tensors.
+template <class T, std::size_t N, class F>
+decltype(auto) with_typed(std::span<const Tensor> in, F&& f) {
+  return [&]<std::size_t... K>(std::index_sequence<K...>)->decltype(auto) { return f(typed_as<T>(in[K])...); }
+  (std::make_index_sequence<N>{});
+}
+
+template <class T>
+Tensor to_tensor(T value) requires std::is_arithmetic_v<T> {
+  return scalar_tensor<T>(value);
+}
+template <class T>
+Tensor to_tensor(column_major_array<T>&& value) {
+  return Tensor(std::move(value));
+}
+
+// Each gradient of a tuple as a Tensor of its input's dtype, scaled by `scale` unless it is 1.
+template <class T, class Tuple>
+std::vector<Tensor> gradient_tensors(Tuple&& grads, std::span<const Tensor> in, T scale = T(1)) {
+  std::vector<Tensor> out;
+  out.reserve(in.size());
+  std::apply(
+      [&](auto&... g) {
+        ((scale != T(1) ? void(std::for_each(g.data(), g.data() + g.size(), [&](T& v) { v *= scale; }))
+                        : void()),
+         ...);
+        (out.push_back(Tensor(std::move(g))), ...);
+      },
+      grads);
+  for (std::size_t k = 0; k < out.size(); ++k) out[k] = cast(out[k], in[k].dtype());
+  return out;
+}
+
+template <std::size_t N>
+void check_arity(std::span<const Tensor> in, std::string_view op) {
+  if (in.size() != N) {
+    throw Error(ErrorKind::InvalidArgument, std::string(op),
+                "the expression takes " + std::to_string(N) + " inputs but " + std::to_string(in.size()) +
+                    " were given");
+  }
+}
+
+}  // namespace detail
+
+template <class E>
+Tensor fused_kernels<E>::forward(const E& e, std::span<const Tensor> in, std::string_view op) {
+  detail::check_arity<arity>(in, op);
+  const DType dtype = promote(op, in);
+  if constexpr (arity > 1) broadcast_shapes(op, in);
+  return visit_real(dtype, [&]<class T>(T) {
+    return detail::with_typed<T, arity>(
+        in, [&](const auto&... x) { return detail::to_tensor(expr::eval(e, x...)); });
+  });
+}
+
+template <class E>
+Tensor fused_kernels<E>::value_and_grad(const E& e, std::span<const Tensor> in, std::vector<Tensor>& grads,
+                                        std::string_view op) requires expr::is_scalar<E> {
+  detail::check_arity<arity>(in, op);
+  const DType dtype = promote(op, in);
+  broadcast_shapes(op, in);
+  return visit_real(dtype, [&]<class T>(T) {
+    return detail::with_typed<T, arity>(in, [&](const auto&... x) {
+      auto r = expr::value_and_grad(e, x...);
+      grads = detail::gradient_tensors<T>(std::move(r.grad), in);
+      return scalar_tensor<T>(r.value);
+    });
+  });
+}
+
+template <class E>
+std::vector<Tensor> fused_kernels<E>::vjp(const E& e, std::span<const Tensor> in, const Tensor& cotangent,
+                                          std::string_view op) {
+  detail::check_arity<arity>(in, op);
+  const DType dtype = promote(op, in);
+  return visit_real(dtype, [&]<class T>(T) {
+    return detail::with_typed<T, arity>(in, [&](const auto&... x) {
+      if constexpr (expr::is_scalar<E>) {
+        const T c = typed_as<T>(cotangent).as_slice()[0];
+        return detail::gradient_tensors<T>(expr::grad(e, x...), in, c);
+      } else {
+        return detail::gradient_tensors<T>(expr::vjp(e, typed_as<T>(cotangent), x...), in);
+      }
+    });
+  });
+}
+
+template <class E>
+Tensor fused_kernels<E>::jvp(const E& e, std::span<const Tensor> in, std::span<const Tensor* const> tangents,
+                             std::string_view op) {
+  detail::check_arity<arity>(in, op);
+  const DType dtype = promote(op, in);
+  return visit_real(dtype, [&]<class T>(T) {
+    auto tangent = [&](std::size_t k) {
+      return tangents[k] ? typed_as<T>(*tangents[k])
+                         : Tensor::zeros(in[k].shape(), dtype_of<T>).template typed<T>();
+    };
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      const std::array<TypedTensor<T>, arity> x{typed_as<T>(in[K])...};
+      const std::array<TypedTensor<T>, arity> t{tangent(K)...};
+      return detail::to_tensor(expr::jvp(e, std::tie(x[K]...), std::tie(t[K]...)).tangent);
+    }
+    (std::make_index_sequence<arity>{});
+  });
+}
+
+}  // namespace tenferro::cpu
+
+#if defined(TENFERRO_EXTERN_KERNELS) && !defined(TENFERRO_INSTANTIATE_KERNELS)
+namespace tenferro::cpu {
+#define TENFERRO_KERNEL(E) extern template struct fused_kernels<E>;
+#include <tenferro/cpu/kernel_list.inc>
+#undef TENFERRO_KERNEL
+}  // namespace tenferro::cpu
+#endif

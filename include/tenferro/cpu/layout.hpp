@@ -1,0 +1,149 @@
+// Kernels that move elements without arithmetic on them, or with a fixed pattern: reshape,
+// transpose, broadcast_to and its adjoint sum_to, and rank-2 matmul.
+#pragma once
+
+#include <tenferro/cpu/common.hpp>
+#include <tenferro/cpu/fused.hpp>
+#include <tenferro/expr.hpp>
+
+#include <numeric>
+#include <vector>
+
+namespace tenferro::cpu {
+
+// The same elements (column-major order) in another shape. Throws ShapeMismatch when the element
+// counts differ.
+inline Tensor reshape(const Tensor& x, const Shape& shape, std::string_view op) {
+  const auto n = checked_shape_size(shape);
+  if (!n || *n != x.size()) {
+    throw Error(ErrorKind::ShapeMismatch, std::string(op),
+                "cannot reshape a tensor of shape " + format_shape(x.shape()) + " (" +
+                    std::to_string(x.size()) + " elements) to shape " + format_shape(shape));
+  }
+  return tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
+    const auto& a = x.array<T>();
+    auto out = column_major_array<T>::from_shape(shape);
+    std::copy(a.data(), a.data() + a.size(), out.data());
+    return Tensor(std::move(out));
+  });
+}
+
+// Throws Validation unless perm is a permutation of 0 .. rank-1.
+inline void check_permutation(std::string_view op, const Shape& shape, const Axes& perm) {
+  std::vector<bool> seen(shape.size(), false);
+  bool ok = perm.size() == shape.size();
+  for (std::size_t p : perm) {
+    if (!ok || p >= shape.size() || seen[p]) {
+      ok = false;
+      break;
+    }
+    seen[p] = true;
+  }
+  if (!ok) {
+    std::string list;
+    for (std::size_t p : perm) list += (list.empty() ? "" : ", ") + std::to_string(p);
+    throw Error(ErrorKind::Validation, std::string(op),
+                "argument 'perm' [" + list + "] is not a permutation of the " + std::to_string(shape.size()) +
+                    " axes of a tensor of shape " + format_shape(shape));
+  }
+}
+
+// Axis d of the result is axis perm[d] of x.
+inline Tensor transpose(const Tensor& x, const Axes& perm, std::string_view op) {
+  const Shape shape = x.shape();
+  check_permutation(op, shape, perm);
+  Shape out_shape(perm.size());
+  const auto own = expr::detail::column_major_strides(shape);
+  std::vector<std::ptrdiff_t> strides(perm.size());
+  for (std::size_t d = 0; d < perm.size(); ++d) {
+    out_shape[d] = shape[perm[d]];
+    strides[d] = own[perm[d]];
+  }
+  return tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
+    const T* src = x.array<T>().data();
+    auto out = column_major_array<T>::from_shape(out_shape);
+    T* dst = out.data();
+    expr::detail::for_each_column_major(out_shape, strides,
+                                        [&](std::size_t k, std::ptrdiff_t offset) { dst[k] = src[offset]; });
+    return Tensor(std::move(out));
+  });
+}
+
+// The inverse permutation.
+inline Axes inverse_permutation(const Axes& perm) {
+  Axes inv(perm.size());
+  for (std::size_t d = 0; d < perm.size(); ++d) inv[perm[d]] = d;
+  return inv;
+}
+
+// x broadcast (NumPy-style) to `shape`; x's shape must broadcast into it without widening it.
+inline Tensor broadcast_to(const Tensor& x, const Shape& shape, std::string_view op) {
+  const Shape own = x.shape();
+  if (own == shape) return x;
+  if (broadcast_shapes(op, own, shape) != shape) {
+    throw Error(
+        ErrorKind::ShapeMismatch, std::string(op),
+        "a tensor of shape " + format_shape(own) + " cannot be broadcast to shape " + format_shape(shape));
+  }
+  return visit_real(x.dtype(), [&]<class T>(T) {
+    if (x.size() == 1) return Tensor(tenferro::detail::make_array<T>(shape, x.as_slice<T>()[0]));
+    return Tensor(expr::detail::materialize<T>(x.array<T>(), shape));
+  });
+}
+
+// acc += b, in place when acc's buffer is not shared (b of acc's shape and dtype; otherwise a new
+// broadcasting, promoting sum).
+inline void add_into(Tensor& acc, const Tensor& b) {
+  if (acc.dtype() != b.dtype() || acc.shape() != b.shape()) {
+    const std::array<Tensor, 2> in{acc, b};
+    using E = expr::binary<expr::ops::add, expr::arg<0>, expr::arg<1>>;
+    acc = fused_kernels<E>::forward(E(expr::arg<0>{}, expr::arg<1>{}), in, "add");
+    return;
+  }
+  visit_real(acc.dtype(), [&]<class T>(T) {
+    auto& a = acc.mutable_array<T>();
+    const T* src = b.array<T>().data();
+    T* dst = a.data();
+    for (std::size_t i = 0, n = a.size(); i < n; ++i) dst[i] += src[i];
+  });
+}
+
+// The adjoint of broadcast_to: x (of a shape `shape` broadcasts to) summed back to `shape`.
+inline Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  return visit_real(
+      x.dtype(), [&]<class T>(T) { return Tensor(expr::detail::reduce_to_shape<T>(x.array<T>(), shape)); });
+}
+
+// The product of rank-2 tensors a [m, k] and b [k, n] → [m, n] (f32/f64, promoted).
+inline Tensor matmul(const Tensor& a, const Tensor& b, std::string_view op) {
+  const std::array<Tensor, 2> in{a, b};
+  const DType dtype = promote(op, in);
+  const Shape sa = a.shape(), sb = b.shape();
+  if (sa.size() != 2 || sb.size() != 2 || sa[1] != sb[0]) {
+    throw Error(ErrorKind::ShapeMismatch, std::string(op),
+                "needs rank-2 tensors [m, k] and [k, n]; got shapes " + format_shape(sa) + " and " +
+                    format_shape(sb));
+  }
+  const std::size_t m = sa[0], k = sa[1], n = sb[1];
+  return visit_real(dtype, [&]<class T>(T) {
+    const Tensor ca = cast(a, dtype), cb = cast(b, dtype);
+    const T* A = ca.array<T>().data();
+    const T* B = cb.array<T>().data();
+    auto out = column_major_array<T>::from_shape({m, n});
+    T* C = out.data();
+    std::fill(C, C + m * n, T(0));
+    // Column-major: C[:, j] += A[:, p] * B[p, j]; the inner loop is contiguous and vectorizes.
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t p = 0; p < k; ++p) {
+        const T s = B[p + j * k];
+        const T* Ap = A + p * m;
+        T* Cj = C + j * m;
+        for (std::size_t i = 0; i < m; ++i) Cj[i] += Ap[i] * s;
+      }
+    }
+    return Tensor(std::move(out));
+  });
+}
+
+}  // namespace tenferro::cpu
