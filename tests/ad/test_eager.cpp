@@ -116,7 +116,7 @@ TEST_CASE("backward accumulates into the slots of the leaves") {
   CHECK(scalar(loss) == 32);
 }
 
-TEST_CASE("backward is one sweep: each node's rule runs once however many leaves") {
+TEST_CASE("backward is one sweep: each node rule runs once however many leaves") {
   auto ctx = EagerRuntime::create();
   std::vector<EagerTensor> leaves;
   for (int k = 0; k < 10; ++k) leaves.push_back(leaf(ctx, {2}, {1.0 + k, 2.0}));
@@ -353,7 +353,7 @@ TEST_CASE("with_execution_session runs provider-neutral ops on plain tensors") {
   CHECK(values(m) == std::vector<double>{6, 6});
 }
 
-TEST_CASE("memory: graphs die with their tensors; a million training steps stay flat") {
+TEST_CASE("memory: graphs die with their tensors, a million training steps stay flat") {
   auto ctx = EagerRuntime::create();
   const auto start = live_tape_nodes();
   {

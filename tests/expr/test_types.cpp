@@ -18,7 +18,7 @@ TEST_CASE("placeholders are distinct types") {
   STATIC_REQUIRE(!Expression<double>);
 }
 
-TEST_CASE("an expression is a type; building it does no work") {
+TEST_CASE("an expression is a type, building it does no work") {
   auto f = sin(x) * y + exp(x * y);
   STATIC_REQUIRE(std::is_same_v<decltype(f), binary<ops::add, binary<ops::mul, unary<ops::sin, X>, Y>,
                                                     unary<ops::exp, binary<ops::mul, X, Y>>>>);

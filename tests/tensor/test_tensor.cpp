@@ -123,7 +123,7 @@ TEST_CASE("as_slice, array and typed reject the wrong element type") {
   CHECK(kind_of_error([&] { (void)t.typed<double>(); }) == ErrorKind::DtypeMismatch);
 }
 
-TEST_CASE("copies share the buffer; writes are copy-on-write; clone is deep") {
+TEST_CASE("copies share the buffer, writes are copy-on-write, clone is deep") {
   Tensor a = Tensor::from_vec_col_major<double>({3}, {1, 2, 3});
   Tensor b = a;
   CHECK(b.shares_storage_with(a));
