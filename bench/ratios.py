@@ -3,37 +3,16 @@
 ratio table of docs/benchmarks.md.
 
 Usage: bench/ratios.py [BUILD_DIR]  (default: build). Uses only the standard library.
-Both programs run with the same glibc malloc settings (large blocks stay in the heap), so that
-page faults from fresh allocations do not dominate the large sizes for either side.
+Both programs run with the same glibc malloc settings (bench/side_by_side.py).
 """
-import json
 import os
-import subprocess
 import sys
 
+from side_by_side import run_benchmark, run_torch
+
 build = sys.argv[1] if len(sys.argv) > 1 else "build"
-here = os.path.dirname(os.path.abspath(__file__))
-env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824")
-
-out = subprocess.run([os.path.join(build, "bench", "bench_expr"), "--benchmark_format=json",
-                      "--benchmark_min_time=0.2", "--benchmark_repetitions=3",
-                      "--benchmark_report_aggregates_only=true"],
-                     env=env, check=True, capture_output=True, text=True).stdout
-ours = {}
-for b in json.loads(out)["benchmarks"]:
-    if b.get("aggregate_name") != "median":
-        continue
-    name, n, threads = b["run_name"].split("/")[:3]
-    ours[(name, int(n), int(threads))] = b["real_time"]  # microseconds, median of 3
-
-torch = {}
-if os.path.exists("/usr/bin/python3"):
-    probe = subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True)
-    if probe.returncode == 0:
-        out = subprocess.run(["/usr/bin/python3", os.path.join(here, "torch_expr.py")], env=env, check=True,
-                             capture_output=True, text=True).stdout
-        for r in json.loads(out):
-            torch[(r["name"], r["n"], r["threads"])] = r["us"]
+ours = run_benchmark(os.path.join(build, "bench", "bench_expr"), 0.2)
+torch = run_torch("torch_expr.py")
 
 print("| workload | N | threads | value_and_grad µs | value µs | hand-written µs | PyTorch µs |"
       " v&g / hand | v&g / value | PyTorch / v&g |")

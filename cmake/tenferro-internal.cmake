@@ -30,15 +30,16 @@ function(tenferro_add_program name)
   target_link_libraries(${name} PRIVATE tenferro_internal_options)
 endfunction()
 
-# The eager ops' kernels, compiled once (compile-once mode, see include/tenferro/cpu/fused.hpp):
-# programs using the eager runtime link these objects and only declare the kernels.
-file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/tenferro_eager_kernels.cpp
-     CONTENT "#include <tenferro/cpu/instantiate_kernels.hpp>\n")
-add_library(tenferro_eager_kernels OBJECT ${CMAKE_BINARY_DIR}/tenferro_eager_kernels.cpp)
-target_link_libraries(tenferro_eager_kernels PRIVATE tenferro_internal_options)
+# The eager runtime compiled once (separate compilation, see include/tenferro/core/detail/config.hpp):
+# programs using it link these objects and only declare the runtime's functions and kernels.
+file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/tenferro_separate_compilation.cpp
+     CONTENT "#include <tenferro/separate_compilation.hpp>\n")
+add_library(tenferro_compiled OBJECT ${CMAKE_BINARY_DIR}/tenferro_separate_compilation.cpp)
+target_link_libraries(tenferro_compiled PRIVATE tenferro_internal_options)
+target_compile_definitions(tenferro_compiled PRIVATE TENFERRO_SEPARATE_COMPILATION)
 
-# tenferro_use_eager_kernels(target): build `target` in compile-once mode.
-function(tenferro_use_eager_kernels target)
-  target_sources(${target} PRIVATE $<TARGET_OBJECTS:tenferro_eager_kernels>)
-  target_compile_definitions(${target} PRIVATE TENFERRO_EXTERN_KERNELS)
+# tenferro_use_separate_compilation(target): build `target` against tenferro_compiled.
+function(tenferro_use_separate_compilation target)
+  target_sources(${target} PRIVATE $<TARGET_OBJECTS:tenferro_compiled>)
+  target_compile_definitions(${target} PRIVATE TENFERRO_SEPARATE_COMPILATION)
 endfunction()

@@ -1,4 +1,7 @@
-// tenferro: header-only automatic differentiation for dense tensors. Everything a user needs.
+// tenferro: header-only automatic differentiation for dense tensors. This header is the
+// compile-time layer and the tensors; the eager runtime is <tenferro/eager.hpp> (kept apart
+// because it costs a translation unit about a minute of compilation in header-only mode; see
+// docs/eager.md, "Compile time").
 #pragma once
 
 #include <tenferro/core/dtype.hpp>

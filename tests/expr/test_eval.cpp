@@ -280,6 +280,21 @@ TEST_CASE("subtrees of one type with different constants are not shared") {
   CHECK(v == Approx(expected));
 }
 
+TEST_CASE("regression: a sin shared for occurring twice, with no cos partner, compiles and evaluates") {
+  // grad of mean(square(a sin(b t) - y)) w.r.t. a holds sin(b t) twice and cos(b t) not at all.
+  auto [A, B, T, Y] = placeholders<4>();
+  const vec t = {0.1, 0.5, 0.9}, yv = {0.2, -0.1, 0.4};
+  auto [v, g] = value_and_grad(mean(square(A * sin(B * T) - Y)), 1.5, 0.8, t, yv);
+  double expected = 0, da = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const double r = 1.5 * std::sin(0.8 * t(i)) - yv(i);
+    expected += r * r / 3;
+    da += 2 * r * std::sin(0.8 * t(i)) / 3;
+  }
+  CHECK(v == Approx(expected));
+  CHECK(std::get<0>(g) == Approx(da));
+}
+
 TEST_CASE("jvp through broadcasting: each tangent has its input's shape") {
   const vec a = column_major_array<double>(xt::xarray<double>{{1, 2, 3}, {4, 5, 6}});
   const vec b = {10.0, 20.0, 30.0};

@@ -3,10 +3,12 @@
 // run CPU kernels and record the rules of ad/rules.hpp.
 //
 // Every op validates first (runtime, dtypes, shapes, axes) and records nothing when it throws.
+// Under TENFERRO_SEPARATE_COMPILATION the op definitions are compiled once (core/detail/config.hpp).
 #pragma once
 
 #include <tenferro/ad/fused_node.hpp>
 #include <tenferro/ad/rules.hpp>
+#include <tenferro/core/detail/config.hpp>
 
 #include <array>
 
@@ -38,8 +40,14 @@ EagerTensor number_op(const EagerTensor& x, double s, std::string_view name) {
   }
 }
 
-inline EagerTensor reduce_op(const EagerTensor& x, cpu::Reduce kind, const std::optional<Axes>& axes,
-                             std::string_view name) {
+}  // namespace detail::ad
+
+#if TENFERRO_HEADER_ONLY  // else compiled once by <tenferro/separate_compilation.hpp>
+
+namespace detail::ad {
+
+TENFERRO_INLINE EagerTensor reduce_op(const EagerTensor& x, cpu::Reduce kind, const std::optional<Axes>& axes,
+                                      std::string_view name) {
   auto mask = cpu::reduce_mask(name, x.shape(), axes);
   Tensor value =
       x.context()->backend().run(x.size(), [&] { return cpu::reduce(kind, x.materialized(), mask, name); });
@@ -50,106 +58,116 @@ inline EagerTensor reduce_op(const EagerTensor& x, cpu::Reduce kind, const std::
 
 namespace ops_detail = detail::ad;
 
-inline EagerTensor EagerTensor::add(const EagerTensor& o) const {
+TENFERRO_INLINE EagerTensor EagerTensor::add(const EagerTensor& o) const {
   return ops_detail::binary_op<expr::ops::add>(*this, o, "add");
 }
-inline EagerTensor EagerTensor::sub(const EagerTensor& o) const {
+TENFERRO_INLINE EagerTensor EagerTensor::sub(const EagerTensor& o) const {
   return ops_detail::binary_op<expr::ops::sub>(*this, o, "sub");
 }
-inline EagerTensor EagerTensor::mul(const EagerTensor& o) const {
+TENFERRO_INLINE EagerTensor EagerTensor::mul(const EagerTensor& o) const {
   return ops_detail::binary_op<expr::ops::mul>(*this, o, "mul");
 }
-inline EagerTensor EagerTensor::div(const EagerTensor& o) const {
+TENFERRO_INLINE EagerTensor EagerTensor::div(const EagerTensor& o) const {
   return ops_detail::binary_op<expr::ops::div>(*this, o, "div");
 }
-inline EagerTensor EagerTensor::pow(const EagerTensor& o) const {
+TENFERRO_INLINE EagerTensor EagerTensor::pow(const EagerTensor& o) const {
   return ops_detail::binary_op<expr::ops::pow>(*this, o, "pow");
 }
-inline EagerTensor EagerTensor::maximum(const EagerTensor& o) const {
+TENFERRO_INLINE EagerTensor EagerTensor::maximum(const EagerTensor& o) const {
   return ops_detail::binary_op<expr::ops::maximum>(*this, o, "maximum");
 }
-inline EagerTensor EagerTensor::minimum(const EagerTensor& o) const {
+TENFERRO_INLINE EagerTensor EagerTensor::minimum(const EagerTensor& o) const {
   return ops_detail::binary_op<expr::ops::minimum>(*this, o, "minimum");
 }
 
-inline EagerTensor EagerTensor::neg() const { return ops_detail::unary_op<expr::ops::neg>(*this); }
-inline EagerTensor EagerTensor::abs() const { return ops_detail::unary_op<expr::ops::abs>(*this); }
-inline EagerTensor EagerTensor::sign() const { return ops_detail::unary_op<expr::ops::sign>(*this); }
-inline EagerTensor EagerTensor::exp() const { return ops_detail::unary_op<expr::ops::exp>(*this); }
-inline EagerTensor EagerTensor::log() const { return ops_detail::unary_op<expr::ops::log>(*this); }
-inline EagerTensor EagerTensor::sin() const { return ops_detail::unary_op<expr::ops::sin>(*this); }
-inline EagerTensor EagerTensor::cos() const { return ops_detail::unary_op<expr::ops::cos>(*this); }
-inline EagerTensor EagerTensor::tanh() const { return ops_detail::unary_op<expr::ops::tanh>(*this); }
-inline EagerTensor EagerTensor::sqrt() const { return ops_detail::unary_op<expr::ops::sqrt>(*this); }
-inline EagerTensor EagerTensor::rsqrt() const { return ops_detail::unary_op<expr::ops::rsqrt>(*this); }
-inline EagerTensor EagerTensor::expm1() const { return ops_detail::unary_op<expr::ops::expm1>(*this); }
-inline EagerTensor EagerTensor::log1p() const { return ops_detail::unary_op<expr::ops::log1p>(*this); }
-inline EagerTensor EagerTensor::square() const { return ops_detail::unary_op<expr::ops::square>(*this); }
-inline EagerTensor EagerTensor::sigmoid() const { return ops_detail::unary_op<expr::ops::sigmoid>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::neg() const { return ops_detail::unary_op<expr::ops::neg>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::abs() const { return ops_detail::unary_op<expr::ops::abs>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::sign() const { return ops_detail::unary_op<expr::ops::sign>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::exp() const { return ops_detail::unary_op<expr::ops::exp>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::log() const { return ops_detail::unary_op<expr::ops::log>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::sin() const { return ops_detail::unary_op<expr::ops::sin>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::cos() const { return ops_detail::unary_op<expr::ops::cos>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::tanh() const { return ops_detail::unary_op<expr::ops::tanh>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::sqrt() const { return ops_detail::unary_op<expr::ops::sqrt>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::rsqrt() const {
+  return ops_detail::unary_op<expr::ops::rsqrt>(*this);
+}
+TENFERRO_INLINE EagerTensor EagerTensor::expm1() const {
+  return ops_detail::unary_op<expr::ops::expm1>(*this);
+}
+TENFERRO_INLINE EagerTensor EagerTensor::log1p() const {
+  return ops_detail::unary_op<expr::ops::log1p>(*this);
+}
+TENFERRO_INLINE EagerTensor EagerTensor::square() const {
+  return ops_detail::unary_op<expr::ops::square>(*this);
+}
+TENFERRO_INLINE EagerTensor EagerTensor::sigmoid() const {
+  return ops_detail::unary_op<expr::ops::sigmoid>(*this);
+}
 
-inline EagerTensor EagerTensor::scale(double s) const {
+TENFERRO_INLINE EagerTensor EagerTensor::scale(double s) const {
   return ops_detail::number_op<expr::ops::mul, false>(*this, s, "scale");
 }
-inline EagerTensor EagerTensor::add_scalar(double s) const {
+TENFERRO_INLINE EagerTensor EagerTensor::add_scalar(double s) const {
   return ops_detail::number_op<expr::ops::add, false>(*this, s, "add_scalar");
 }
-inline EagerTensor EagerTensor::rsub_scalar(double s) const {
+TENFERRO_INLINE EagerTensor EagerTensor::rsub_scalar(double s) const {
   return ops_detail::number_op<expr::ops::sub, true>(*this, s, "rsub_scalar");
 }
-inline EagerTensor EagerTensor::rdiv_scalar(double s) const {
+TENFERRO_INLINE EagerTensor EagerTensor::rdiv_scalar(double s) const {
   return ops_detail::number_op<expr::ops::div, true>(*this, s, "rdiv_scalar");
 }
 
-inline EagerTensor EagerTensor::reduce_sum() const {
+TENFERRO_INLINE EagerTensor EagerTensor::reduce_sum() const {
   return ops_detail::reduce_op(*this, cpu::Reduce::sum, std::nullopt, "reduce_sum");
 }
-inline EagerTensor EagerTensor::reduce_sum(const Axes& axes) const {
+TENFERRO_INLINE EagerTensor EagerTensor::reduce_sum(const Axes& axes) const {
   return ops_detail::reduce_op(*this, cpu::Reduce::sum, axes, "reduce_sum");
 }
-inline EagerTensor EagerTensor::reduce_prod() const {
+TENFERRO_INLINE EagerTensor EagerTensor::reduce_prod() const {
   return ops_detail::reduce_op(*this, cpu::Reduce::prod, std::nullopt, "reduce_prod");
 }
-inline EagerTensor EagerTensor::reduce_prod(const Axes& axes) const {
+TENFERRO_INLINE EagerTensor EagerTensor::reduce_prod(const Axes& axes) const {
   return ops_detail::reduce_op(*this, cpu::Reduce::prod, axes, "reduce_prod");
 }
-inline EagerTensor EagerTensor::reduce_max() const {
+TENFERRO_INLINE EagerTensor EagerTensor::reduce_max() const {
   return ops_detail::reduce_op(*this, cpu::Reduce::max, std::nullopt, "reduce_max");
 }
-inline EagerTensor EagerTensor::reduce_max(const Axes& axes) const {
+TENFERRO_INLINE EagerTensor EagerTensor::reduce_max(const Axes& axes) const {
   return ops_detail::reduce_op(*this, cpu::Reduce::max, axes, "reduce_max");
 }
-inline EagerTensor EagerTensor::reduce_min() const {
+TENFERRO_INLINE EagerTensor EagerTensor::reduce_min() const {
   return ops_detail::reduce_op(*this, cpu::Reduce::min, std::nullopt, "reduce_min");
 }
-inline EagerTensor EagerTensor::reduce_min(const Axes& axes) const {
+TENFERRO_INLINE EagerTensor EagerTensor::reduce_min(const Axes& axes) const {
   return ops_detail::reduce_op(*this, cpu::Reduce::min, axes, "reduce_min");
 }
-inline EagerTensor EagerTensor::reduce_mean() const {
+TENFERRO_INLINE EagerTensor EagerTensor::reduce_mean() const {
   return ops_detail::reduce_op(*this, cpu::Reduce::mean, std::nullopt, "reduce_mean");
 }
-inline EagerTensor EagerTensor::reduce_mean(const Axes& axes) const {
+TENFERRO_INLINE EagerTensor EagerTensor::reduce_mean(const Axes& axes) const {
   return ops_detail::reduce_op(*this, cpu::Reduce::mean, axes, "reduce_mean");
 }
 
-inline EagerTensor EagerTensor::reshape(const Shape& shape) const {
+TENFERRO_INLINE EagerTensor EagerTensor::reshape(const Shape& shape) const {
   Tensor value = cpu::reshape(materialized(), shape, "reshape");
   return ops_detail::record_rule("reshape", std::span(this, 1), std::move(value),
                                  ops_detail::reshape_rule{this->shape(), shape});
 }
 
-inline EagerTensor EagerTensor::transpose(const Axes& perm) const {
+TENFERRO_INLINE EagerTensor EagerTensor::transpose(const Axes& perm) const {
   Tensor value = cpu::transpose(materialized(), perm, "transpose");
   return ops_detail::record_rule("transpose", std::span(this, 1), std::move(value),
                                  ops_detail::transpose_rule{perm});
 }
 
-inline EagerTensor EagerTensor::broadcast_to(const Shape& shape) const {
+TENFERRO_INLINE EagerTensor EagerTensor::broadcast_to(const Shape& shape) const {
   Tensor value = cpu::broadcast_to(materialized(), shape, "broadcast_to");
   return ops_detail::record_rule("broadcast_to", std::span(this, 1), std::move(value),
                                  ops_detail::broadcast_rule{this->shape(), shape, false});
 }
 
-inline EagerTensor EagerTensor::sum_to(const Shape& shape) const {
+TENFERRO_INLINE EagerTensor EagerTensor::sum_to(const Shape& shape) const {
   if (cpu::broadcast_shapes("sum_to", shape, this->shape()) != this->shape()) {
     throw Error(ErrorKind::ShapeMismatch, "sum_to",
                 "a tensor of shape " + format_shape(this->shape()) + " cannot be summed to shape " +
@@ -160,7 +178,7 @@ inline EagerTensor EagerTensor::sum_to(const Shape& shape) const {
                                  ops_detail::broadcast_rule{this->shape(), shape, true});
 }
 
-inline EagerTensor EagerTensor::to(DType dtype) const {
+TENFERRO_INLINE EagerTensor EagerTensor::to(DType dtype) const {
   if (!is_floating(dtype)) {
     throw Error(ErrorKind::Unsupported, "to",
                 "converting a tensor of shape " + format_shape(shape()) + " to " +
@@ -171,11 +189,13 @@ inline EagerTensor EagerTensor::to(DType dtype) const {
                                  ops_detail::cast_rule{this->dtype(), dtype});
 }
 
-inline EagerTensor EagerTensor::matmul(const EagerTensor& other) const {
+TENFERRO_INLINE EagerTensor EagerTensor::matmul(const EagerTensor& other) const {
   const std::array<EagerTensor, 2> in{*this, other};
   ops_detail::common_runtime("matmul", in);
   Tensor value = cpu::matmul(materialized(), other.materialized(), "matmul");
   return ops_detail::record_rule("matmul", in, std::move(value), ops_detail::matmul_rule{});
 }
+
+#endif  // TENFERRO_HEADER_ONLY
 
 }  // namespace tenferro

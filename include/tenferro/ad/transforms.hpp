@@ -7,9 +7,12 @@
 // (backward(), and transforms while recording is off) or on EagerTensors with recorded ops
 // (transforms while recording is on, and backward with create_graph), so results can be
 // differentiated again.
+//
+// Under TENFERRO_SEPARATE_COMPILATION the transforms are compiled once (core/detail/config.hpp).
 #pragma once
 
 #include <tenferro/ad/ops.hpp>
+#include <tenferro/core/detail/config.hpp>
 
 #include <algorithm>
 #include <array>
@@ -174,24 +177,6 @@ inline void check_like(std::string_view op, std::string_view arg, const EagerTen
   }
 }
 
-// vjp of output w.r.t. wrt: traced while recording, else with kernels (an untracked result).
-inline std::optional<EagerTensor> vjp_impl(const EagerTensor& output, const EagerTensor& wrt,
-                                           const EagerTensor& cotangent) {
-  const auto& rt = output.context();
-  if (!output.tracks_grad() || !wrt.tracks_grad()) return std::nullopt;
-  sweep_arena arena;
-  if (NoGradGuard::grad_enabled()) {
-    auto cot = reverse_sweep<traced_sweep>(output.state().get(), cotangent, &arena.resource);
-    auto it = cot.find(wrt.state().get());
-    if (it == cot.end()) return std::nullopt;
-    return it->second;
-  }
-  auto cot = reverse_sweep<kernel_sweep>(output.state().get(), cotangent.materialized(), &arena.resource);
-  auto it = cot.find(wrt.state().get());
-  if (it == cot.end()) return std::nullopt;
-  return EagerTensor::from_tensor_in(it->second, rt);
-}
-
 inline EagerTensor required(std::optional<EagerTensor> r, std::string_view op, const EagerTensor& output,
                             const EagerTensor& wrt) {
   if (!r) {
@@ -209,33 +194,57 @@ inline EagerTensor ones_like(const EagerTensor& t) {
 
 }  // namespace tenferro::detail::ad
 
+#if TENFERRO_HEADER_ONLY  // else compiled once by <tenferro/separate_compilation.hpp>
+
+namespace tenferro::detail::ad {
+
+// vjp of output w.r.t. wrt: traced while recording, else with kernels (an untracked result).
+TENFERRO_INLINE std::optional<EagerTensor> vjp_impl(const EagerTensor& output, const EagerTensor& wrt,
+                                                    const EagerTensor& cotangent) {
+  const auto& rt = output.context();
+  if (!output.tracks_grad() || !wrt.tracks_grad()) return std::nullopt;
+  sweep_arena arena;
+  if (NoGradGuard::grad_enabled()) {
+    auto cot = reverse_sweep<traced_sweep>(output.state().get(), cotangent, &arena.resource);
+    auto it = cot.find(wrt.state().get());
+    if (it == cot.end()) return std::nullopt;
+    return it->second;
+  }
+  auto cot = reverse_sweep<kernel_sweep>(output.state().get(), cotangent.materialized(), &arena.resource);
+  auto it = cot.find(wrt.state().get());
+  if (it == cot.end()) return std::nullopt;
+  return EagerTensor::from_tensor_in(it->second, rt);
+}
+
+}  // namespace tenferro::detail::ad
+
 namespace tenferro {
 
-inline std::optional<EagerTensor> EagerRuntime::grad_optional(const EagerTensor& output,
-                                                              const EagerTensor& wrt) {
+TENFERRO_INLINE std::optional<EagerTensor> EagerRuntime::grad_optional(const EagerTensor& output,
+                                                                       const EagerTensor& wrt) {
   detail::ad::check_scalar("grad", output);
   detail::ad::check_same_runtime("grad", this, {output, wrt});
   return detail::ad::vjp_impl(output, wrt, detail::ad::ones_like(output));
 }
-inline EagerTensor EagerRuntime::grad(const EagerTensor& output, const EagerTensor& wrt) {
+TENFERRO_INLINE EagerTensor EagerRuntime::grad(const EagerTensor& output, const EagerTensor& wrt) {
   return detail::ad::required(grad_optional(output, wrt), "grad", output, wrt);
 }
 
-inline std::optional<EagerTensor> EagerRuntime::vjp_optional(const EagerTensor& output,
-                                                             const EagerTensor& wrt,
-                                                             const EagerTensor& cotangent) {
+TENFERRO_INLINE std::optional<EagerTensor> EagerRuntime::vjp_optional(const EagerTensor& output,
+                                                                      const EagerTensor& wrt,
+                                                                      const EagerTensor& cotangent) {
   detail::ad::check_same_runtime("vjp", this, {output, wrt, cotangent});
   detail::ad::check_like("vjp", "cotangent", cotangent, "the output", output);
   return detail::ad::vjp_impl(output, wrt, cotangent);
 }
-inline EagerTensor EagerRuntime::vjp(const EagerTensor& output, const EagerTensor& wrt,
-                                     const EagerTensor& cotangent) {
+TENFERRO_INLINE EagerTensor EagerRuntime::vjp(const EagerTensor& output, const EagerTensor& wrt,
+                                              const EagerTensor& cotangent) {
   return detail::ad::required(vjp_optional(output, wrt, cotangent), "vjp", output, wrt);
 }
 
-inline std::optional<EagerTensor> EagerRuntime::jvp_optional(const EagerTensor& output,
-                                                             const EagerTensor& wrt,
-                                                             const EagerTensor& tangent) {
+TENFERRO_INLINE std::optional<EagerTensor> EagerRuntime::jvp_optional(const EagerTensor& output,
+                                                                      const EagerTensor& wrt,
+                                                                      const EagerTensor& tangent) {
   detail::ad::check_same_runtime("jvp", this, {output, wrt, tangent});
   detail::ad::check_like("jvp", "tangent", tangent, "'wrt'", wrt);
   if (!output.tracks_grad() || !wrt.tracks_grad()) return std::nullopt;
@@ -249,17 +258,17 @@ inline std::optional<EagerTensor> EagerRuntime::jvp_optional(const EagerTensor& 
   if (!t) return std::nullopt;
   return EagerTensor::from_tensor_in(std::move(*t), shared_from_this());
 }
-inline EagerTensor EagerRuntime::jvp(const EagerTensor& output, const EagerTensor& wrt,
-                                     const EagerTensor& tangent) {
+TENFERRO_INLINE EagerTensor EagerRuntime::jvp(const EagerTensor& output, const EagerTensor& wrt,
+                                              const EagerTensor& tangent) {
   return detail::ad::required(jvp_optional(output, wrt, tangent), "jvp", output, wrt);
 }
 
-inline void EagerTensor::backward(BackwardOptions options) const {
+TENFERRO_INLINE void EagerTensor::backward(BackwardOptions options) const {
   detail::ad::check_scalar("backward", *this);
   backward_with(detail::ad::ones_like(*this), options);
 }
 
-inline void EagerTensor::backward_with(const EagerTensor& seed, BackwardOptions options) const {
+TENFERRO_INLINE void EagerTensor::backward_with(const EagerTensor& seed, BackwardOptions options) const {
   detail::ad::check_same_runtime("backward", nullptr, {*this, seed});
   detail::ad::check_like("backward", "seed", seed, "the output", *this);
   if (!tracks_grad()) {
@@ -298,3 +307,5 @@ inline void EagerTensor::backward_with(const EagerTensor& seed, BackwardOptions 
 }
 
 }  // namespace tenferro
+
+#endif  // TENFERRO_HEADER_ONLY

@@ -5,18 +5,14 @@
 // Inputs of mixed f32/f64 compute in f64 (f32 inputs are converted once); shapes broadcast
 // NumPy-style; cotangents come back in each input's own shape and dtype.
 //
-// Compile-once mode. Instantiating the kernels of every eager op costs tens of seconds of
-// compilation. By default (header-only) each translation unit instantiates the kernels it uses.
-// With TENFERRO_EXTERN_KERNELS defined in every translation unit, the kernels listed in
-// cpu/kernel_list.inc are only declared here (`extern template`), and ONE source file of the
-// program defines them all:
-//
-//     #include <tenferro/cpu/instantiate_kernels.hpp>
-//
-// compiled with the same flags (e.g. the same -march) as the rest of the program. That is why the
-// members are defined out of the class.
+// Instantiating the kernels of every eager op costs tens of seconds of compilation. Under
+// TENFERRO_SEPARATE_COMPILATION (core/detail/config.hpp) the kernels listed in
+// cpu/kernel_list.inc are only declared here (`extern template`) and
+// <tenferro/separate_compilation.hpp> defines them once; that is why the members are defined out
+// of the class.
 #pragma once
 
+#include <tenferro/core/detail/config.hpp>
 #include <tenferro/cpu/backend.hpp>
 #include <tenferro/cpu/common.hpp>
 #include <tenferro/expr.hpp>
@@ -177,7 +173,7 @@ Tensor fused_kernels<E>::jvp(const E& e, std::span<const Tensor> in, std::span<c
 
 }  // namespace tenferro::cpu
 
-#if defined(TENFERRO_EXTERN_KERNELS) && !defined(TENFERRO_INSTANTIATE_KERNELS)
+#if !TENFERRO_HEADER_ONLY
 namespace tenferro::cpu {
 #define TENFERRO_KERNEL(E) extern template struct fused_kernels<E>;
 #include <tenferro/cpu/kernel_list.inc>

@@ -16,3 +16,20 @@
 #define TENFERRO_ALWAYS_INLINE inline
 #define TENFERRO_FLATTEN
 #endif
+
+// Separate compilation of the eager runtime. By default tenferro is header-only: every function
+// is inline and each translation unit compiles what it uses. With TENFERRO_SEPARATE_COMPILATION
+// defined in every translation unit of a program, the eager runtime's functions and the eager
+// ops' kernels are only declared, and ONE source file defines them all by including
+// <tenferro/separate_compilation.hpp>. TENFERRO_HEADER_ONLY says which of the two a header sees;
+// TENFERRO_INLINE marks the definitions that move.
+#if defined(TENFERRO_SEPARATE_COMPILATION) && !defined(TENFERRO_BUILDING_IMPLEMENTATION)
+#define TENFERRO_HEADER_ONLY 0
+#else
+#define TENFERRO_HEADER_ONLY 1
+#endif
+#if defined(TENFERRO_SEPARATE_COMPILATION)
+#define TENFERRO_INLINE
+#else
+#define TENFERRO_INLINE inline
+#endif

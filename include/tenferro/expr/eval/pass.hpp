@@ -256,8 +256,10 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
         using N = std::remove_cvref_t<decltype(node)>;
         if constexpr (shared_index<Shared, N> != not_shared) {
           share = share && same_values(node, *std::get<shared_index<Shared, N>>(reps).node);
+          // A sin shared with its cos partner (one sincos) needs equal operands; a sin shared
+          // because it occurs twice may have no partner at all.
           using P = typename trig_partner<N>::type;
-          if constexpr (!std::is_void_v<P>) {
+          if constexpr (!std::is_void_v<P> && shared_index<Shared, P> != not_shared) {
             share = share && same_values(node.operand, std::get<shared_index<Shared, P>>(reps).node->operand);
           }
         }

@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Runs bench_eager (and, when Debian's python3-torch is installed, torch_eager.py) and prints the
+eager table of docs/benchmarks.md.
+
+Usage: bench/eager_ratios.py [BUILD_DIR]  (default: build). Uses only the standard library. Both
+sides run with the same glibc malloc settings (bench/side_by_side.py).
+"""
+import os
+import sys
+
+from side_by_side import run_benchmark, run_torch
+
+build = sys.argv[1] if len(sys.argv) > 1 else "build"
+ours = run_benchmark(os.path.join(build, "bench", "bench_eager"), 0.3)
+torch = run_torch("torch_eager.py")
+
+print("| chain of 100 ops | N | tenferro µs/op | PyTorch µs/op | tenferro / PyTorch |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for name in ["chain_forward", "chain_forward_backward"]:
+    for n in [1, 1000]:
+        us = ours[(name, n, 1)] / 100
+        pt = torch.get((name, n, 1))
+        print(f"| {name} | {n} | {us:.2f} | {pt:.2f} | {us / pt:.2f} |" if pt else f"| {name} | {n} | {us:.2f} | - | - |")
+print()
+print("| sum(sin(x)*y + exp(x*y)), N = 1e6 | threads | µs | / engine value_and_grad | / PyTorch |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for threads in [1, 2]:
+    engine = ours[("sin_exp_engine", 1000000, threads)]
+    pt = torch.get(("sin_exp", 1000000, threads))
+    for name in ["sin_exp_op_by_op", "sin_exp_apply", "sin_exp_engine"]:
+        us = ours[(name, 1000000, threads)]
+        vs_pt = f"{us / pt:.2f}" if pt else "-"
+        print(f"| {name} | {threads} | {us:.0f} | {us / engine:.2f} | {vs_pt} |")
+    if pt:
+        print(f"| PyTorch forward+backward | {threads} | {pt:.0f} | {pt / engine:.2f} | 1.00 |")

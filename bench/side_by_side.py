@@ -1,0 +1,34 @@
+"""What bench/ratios.py and bench/eager_ratios.py share: running a Google Benchmark program and a
+PyTorch script under the same glibc malloc settings (large blocks stay in the heap, so page
+faults from fresh allocations do not dominate the large sizes for either side)."""
+import json
+import os
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENV = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824")
+
+
+def run_benchmark(program, min_time):
+    """Median real time in microseconds by (name, N, threads) (threads 1 when not an argument)."""
+    out = subprocess.run([program, "--benchmark_format=json", f"--benchmark_min_time={min_time}",
+                          "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true"],
+                         env=ENV, check=True, capture_output=True, text=True).stdout
+    times = {}
+    for b in json.loads(out)["benchmarks"]:
+        if b.get("aggregate_name") != "median":
+            continue
+        parts = b["run_name"].split("/")
+        threads = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 1
+        times[(parts[0], int(parts[1]), threads)] = b["real_time"]
+    return times
+
+
+def run_torch(script):
+    """The script's JSON list (name, n, threads, us) by (name, n, threads); empty without PyTorch."""
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True)
+    if probe.returncode != 0:
+        return {}
+    out = subprocess.run(["/usr/bin/python3", os.path.join(HERE, script)], env=ENV, check=True,
+                         capture_output=True, text=True).stdout
+    return {(r["name"], r["n"], r["threads"]): r["us"] for r in json.loads(out)}
