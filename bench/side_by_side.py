@@ -3,7 +3,9 @@ PyTorch script under the same glibc malloc settings (large blocks stay in the he
 faults from fresh allocations do not dominate the large sizes for either side)."""
 import json
 import os
+import statistics
 import subprocess
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENV = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824")
@@ -32,3 +34,20 @@ def run_torch(script):
     out = subprocess.run(["/usr/bin/python3", os.path.join(HERE, script)], env=ENV, check=True,
                          capture_output=True, text=True).stdout
     return {(r["name"], r["n"], r["threads"]): r["us"] for r in json.loads(out)}
+
+
+def timed(fn):
+    """Microseconds per call of fn: enough repetitions for about 0.06 s per round, at least 3;
+    the median of 5 rounds, after one warm-up call (used by the PyTorch scripts)."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-7)
+    reps = max(3, int(0.06 / once))
+    rounds = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        rounds.append((time.perf_counter() - start) / reps * 1e6)
+    return statistics.median(rounds)

@@ -5,28 +5,12 @@ Run with Debian's python3-torch (/usr/bin/python3). Each entry: name, n, threads
 microseconds per iteration (and per op for the chains).
 """
 import json
-import statistics
-import time
 
 import torch
 
+from side_by_side import timed
+
 torch.manual_seed(0)
-
-
-def timed(fn):
-    # Enough repetitions for about 0.06 s per round, at least 3; median of 5 rounds.
-    fn()
-    start = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - start, 1e-7)
-    reps = max(3, int(0.06 / once))
-    rounds = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        rounds.append((time.perf_counter() - start) / reps * 1e6)
-    return statistics.median(rounds)
 
 
 def chain(x):

@@ -6,29 +6,13 @@ counts match bench_expr's. Each entry: name, n, threads, median microseconds per
 """
 import json
 import math
-import statistics
 import sys
-import time
 
 import torch
 
+from side_by_side import timed
+
 torch.manual_seed(0)
-
-
-def timed(fn, n):
-    # Enough repetitions for about 0.3 s, at least 3; median of 5 rounds.
-    fn()
-    start = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - start, 1e-7)
-    reps = max(3, int(0.06 / once))
-    rounds = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        rounds.append((time.perf_counter() - start) / reps * 1e6)
-    return statistics.median(rounds)
 
 
 def workloads(n):
@@ -64,7 +48,7 @@ def main():
     for n, threads in [(1000, 1), (100000, 1), (1000000, 1), (10000000, 1), (10000000, 2)]:
         torch.set_num_threads(threads)
         for name, fn in workloads(n).items():
-            results.append({"name": name, "n": n, "threads": threads, "us": timed(fn, n)})
+            results.append({"name": name, "n": n, "threads": threads, "us": timed(fn)})
             print(f"{name}/{n}/{threads}: {results[-1]['us']:.1f} us", file=sys.stderr)
     json.dump(results, sys.stdout)
 

@@ -36,10 +36,7 @@ struct kernel_algebra {
   Tensor add(const Tensor& a, const Tensor& b) const { return binary<expr::ops::add>(a, b, "add"); }
   Tensor div(const Tensor& a, const Tensor& b) const { return binary<expr::ops::div>(a, b, "div"); }
   Tensor scale(const Tensor& a, double s) const {
-    using E = expr::binary<expr::ops::mul, expr::arg<0>, expr::constant>;
-    return backend.run(a.size(), [&] {
-      return cpu::fused_kernels<E>::forward(E{expr::arg<0>{}, expr::constant(s)}, std::span(&a, 1), "scale");
-    });
+    return backend.run(a.size(), [&] { return cpu::scaled(a, s); });
   }
   Tensor reduce(cpu::Reduce r, const Tensor& a, const std::vector<bool>& mask) const {
     return cpu::reduce(r, a, mask, "reduce");
@@ -56,11 +53,7 @@ struct kernel_algebra {
  private:
   template <class Op>
   Tensor binary(const Tensor& a, const Tensor& b, std::string_view op) const {
-    using E = cpu::binary_expr<Op>;
-    const std::array<Tensor, 2> in{a, b};
-    return backend.run(std::max(a.size(), b.size()), [&] {
-      return cpu::fused_kernels<E>::forward(E{expr::arg<0>{}, expr::arg<1>{}}, in, op);
-    });
+    return backend.run(std::max(a.size(), b.size()), [&] { return cpu::elementwise<Op>(a, b, op); });
   }
 };
 

@@ -19,7 +19,7 @@ EagerTensor apply(const E& e, const In&... inputs) {
       sizeof...(In) == expr::arity<E>,
       "apply: give exactly one EagerTensor per placeholder the expression uses (arg<0> .. arg<N-1>)");
   const std::array<EagerTensor, sizeof...(In)> in{inputs...};
-  return detail::ad::record_fused<E, 1>("apply", e, in);
+  return detail::ad::record_fused<E, detail::ad::node_kind::lifted>("apply", e, in);
 }
 
 }  // namespace tenferro

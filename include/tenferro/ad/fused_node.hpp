@@ -1,15 +1,20 @@
-// fused_node<E, Depth>: one tape node for a compile-time expression E of placeholders, the node of
+// fused_node<E, Kind>: one tape node for a compile-time expression E of placeholders, the node of
 // every elementwise op (E = exp(arg<0>), arg<0> * arg<1>, ...) and of tenferro::apply.
 //
 //   forward   one fused pass (cpu::fused_kernels<E>). For a scalar E with tracked inputs the same
 //             pass also computes the gradient of every input, kept for the backward sweep.
 //   vjp/jvp   the compile-time derivative expressions of E, also one fused pass each.
 //   traced    (results that are differentiated again) the derivative expressions are recorded
-//             too: as one fused_node of the derivative expression while Depth > 0, else op by op
-//             (`interpret`: one single-op fused node per node of the expression). Depth bounds
-//             the chain of types the compiler instantiates; every order stays differentiable.
+//             too, op by op (`interpret`: one single-op fused node per node of the expression),
+//             or, for an apply node, as ONE fused node of the derivative expression.
+//
+// That derivative node (Kind derived) has a fused forward only: its own derivatives run op by op
+// in both forms. Fused kernels of second derivatives (the derivative expression differentiated
+// again, for every input at once) cost minutes of compilation for a few-input expression and
+// are rarely the bottleneck, so they are never instantiated.
 #pragma once
 
+#include <tenferro/ad/algebra.hpp>
 #include <tenferro/ad/record.hpp>
 #include <tenferro/cpu/fused.hpp>
 
@@ -20,7 +25,14 @@
 
 namespace tenferro::detail::ad {
 
-template <class E, int Depth>
+// How a fused node differentiates (see the top of this header).
+enum class node_kind {
+  primitive,  // an elementwise eager op: kernel rules; recorded rules op by op
+  lifted,     // apply: kernel rules; recorded rules as one `derived` node
+  derived,    // the derivative of a lifted node: fused forward; rules op by op
+};
+
+template <class E, node_kind Kind>
 EagerTensor record_fused(std::string_view op, const E& e, std::span<const EagerTensor> in);
 
 // The printed name of an op struct (unary ops have a name, binary ops a symbol).
@@ -68,8 +80,8 @@ EagerTensor interpret(const X& x, std::span<const EagerTensor> in) {
     if constexpr (std::is_same_v<Op, expr::ops::stop_gradient>) {
       return a.detach();
     } else {
-      return record_fused<expr::unary<Op, arg<0>>, 0>(op_name<Op>(), expr::unary<Op, arg<0>>(arg<0>{}),
-                                                      std::span(&a, 1));
+      return record_fused<expr::unary<Op, arg<0>>, node_kind::primitive>(
+          op_name<Op>(), expr::unary<Op, arg<0>>(arg<0>{}), std::span(&a, 1));
     }
   } else if constexpr (requires { x.lhs; }) {
     using Op = typename X::op_type;
@@ -78,17 +90,17 @@ EagerTensor interpret(const X& x, std::span<const EagerTensor> in) {
     if constexpr (is_number_leaf<L>) {
       using N = expr::binary<Op, expr::constant, arg<0>>;
       const EagerTensor b = interpret(x.rhs, in);
-      return record_fused<N, 0>(op_name<Op>(), N(expr::constant(number_of(x.lhs, in)), arg<0>{}),
-                                std::span(&b, 1));
+      return record_fused<N, node_kind::primitive>(
+          op_name<Op>(), N(expr::constant(number_of(x.lhs, in)), arg<0>{}), std::span(&b, 1));
     } else if constexpr (is_number_leaf<R>) {
       using N = expr::binary<Op, arg<0>, expr::constant>;
       const EagerTensor a = interpret(x.lhs, in);
-      return record_fused<N, 0>(op_name<Op>(), N(arg<0>{}, expr::constant(number_of(x.rhs, in))),
-                                std::span(&a, 1));
+      return record_fused<N, node_kind::primitive>(
+          op_name<Op>(), N(arg<0>{}, expr::constant(number_of(x.rhs, in))), std::span(&a, 1));
     } else {
       using N = expr::binary<Op, arg<0>, arg<1>>;
       const std::array<EagerTensor, 2> ab{interpret(x.lhs, in), interpret(x.rhs, in)};
-      return record_fused<N, 0>(op_name<Op>(), N(arg<0>{}, arg<1>{}), ab);
+      return record_fused<N, node_kind::primitive>(op_name<Op>(), N(arg<0>{}, arg<1>{}), ab);
     }
   } else {
     // A reduction runs over the broadcast shape of the whole evaluation.
@@ -105,17 +117,17 @@ EagerTensor interpret(const X& x, std::span<const EagerTensor> in) {
   }
 }
 
-// Records derivative expression d over `in`: one fused node while Depth > 0, else op by op.
-template <int Depth, class D>
+// Records derivative expression d over `in`: one fused node for a lifted node, else op by op.
+template <node_kind Kind, class D>
 EagerTensor record_derivative(std::string_view op, const D& d, std::span<const EagerTensor> in) {
-  if constexpr (Depth > 0) {
-    return record_fused<D, Depth - 1>(op, d, in);
+  if constexpr (Kind == node_kind::lifted) {
+    return record_fused<D, node_kind::derived>(op, d, in);
   } else {
     return interpret(d, in);
   }
 }
 
-template <class E, int Depth>
+template <class E, node_kind Kind>
 class fused_node final : public node {
   static constexpr std::size_t N = expr::arity<E>;
 
@@ -125,8 +137,86 @@ class fused_node final : public node {
 
   std::string_view name() const noexcept override { return name_; }
 
-  std::vector<std::optional<Tensor>> vjp(const Tensor&, const Tensor& cotangent,
+  std::vector<std::optional<Tensor>> vjp(const Tensor& output, const Tensor& cotangent,
                                          const std::vector<bool>& needed) const override {
+    if constexpr (Kind == node_kind::derived) {  // op by op, recording nothing
+      const NoGradGuard no_grad;
+      const auto& rt = inputs()[0]->runtime;
+      const auto traced = vjp_traced(EagerTensor::from_tensor_in(output, rt),
+                                     EagerTensor::from_tensor_in(cotangent, rt), needed);
+      std::vector<std::optional<Tensor>> out(N);
+      for (std::size_t k = 0; k < N; ++k) {
+        if (traced[k]) out[k] = traced[k]->materialized();
+      }
+      return out;
+    } else {
+      return kernel_vjp(cotangent, needed);
+    }
+  }
+
+  std::vector<std::optional<EagerTensor>> vjp_traced(const EagerTensor&, const EagerTensor& cotangent,
+                                                     const std::vector<bool>& needed) const override {
+    std::vector<EagerTensor> in = handles(inputs());
+    in.push_back(cotangent);
+    std::vector<std::optional<EagerTensor>> out(N);
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      auto one_input = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+        if (!needed[I]) return;
+        auto d = cotangent_expr<I>();
+        if constexpr (!std::is_same_v<decltype(d), expr::zero>) {
+          EagerTensor r = record_derivative<Kind>(name_, d, in);
+          if (r.shape() != in[I].shape()) r = r.sum_to(in[I].shape());
+          if (r.dtype() != in[I].dtype()) r = r.to(in[I].dtype());
+          out[I] = std::move(r);
+        }
+      };
+      (one_input(std::integral_constant<std::size_t, K>{}), ...);
+    }
+    (std::make_index_sequence<N>{});
+    return out;
+  }
+
+  Tensor jvp(const Tensor& output, std::span<const Tensor* const> tangents) const override {
+    if constexpr (Kind == node_kind::derived) {  // op by op, recording nothing
+      const NoGradGuard no_grad;
+      const auto& rt = inputs()[0]->runtime;
+      std::vector<EagerTensor> t;
+      t.reserve(N);
+      std::vector<const EagerTensor*> tp(N, nullptr);
+      for (std::size_t k = 0; k < N; ++k) {
+        if (tangents[k]) t.push_back(EagerTensor::from_tensor_in(*tangents[k], rt));
+      }
+      for (std::size_t k = 0, j = 0; k < N; ++k) {
+        if (tangents[k]) tp[k] = &t[j++];
+      }
+      return jvp_traced(EagerTensor::from_tensor_in(output, rt), tp).materialized();
+    } else {
+      const auto in = input_values();
+      return inputs()[0]->runtime->backend().run(
+          largest(in), [&] { return cpu::fused_kernels<E>::jvp(expr_, in, tangents, name_); });
+    }
+  }
+
+  EagerTensor jvp_traced(const EagerTensor& output,
+                         std::span<const EagerTensor* const> tangents) const override {
+    std::vector<EagerTensor> in = handles(inputs());
+    for (std::size_t k = 0; k < N; ++k) {
+      in.push_back(tangents[k] ? *tangents[k]
+                               : EagerTensor::from_tensor_in(Tensor::zeros(in[k].shape(), in[k].dtype()),
+                                                             output.context()));
+    }
+    auto t = expr::detail::tangent_expr<N>(expr_);
+    if constexpr (std::is_same_v<decltype(t), expr::zero>) {
+      return EagerTensor::from_tensor_in(Tensor::zeros(output.shape(), output.dtype()), output.context());
+    } else {
+      return record_derivative<Kind>(name_, t, in);
+    }
+  }
+
+ private:
+  // vjp with the fused kernels.
+  std::vector<std::optional<Tensor>> kernel_vjp(const Tensor& cotangent,
+                                                const std::vector<bool>& needed) const {
     std::vector<std::optional<Tensor>> out(N);
     const auto in = input_values();
     const CpuBackend& backend = inputs()[0]->runtime->backend();
@@ -161,51 +251,6 @@ class fused_node final : public node {
     return out;
   }
 
-  std::vector<std::optional<EagerTensor>> vjp_traced(const EagerTensor&, const EagerTensor& cotangent,
-                                                     const std::vector<bool>& needed) const override {
-    std::vector<EagerTensor> in = handles(inputs());
-    in.push_back(cotangent);
-    std::vector<std::optional<EagerTensor>> out(N);
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      auto one_input = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
-        if (!needed[I]) return;
-        auto d = cotangent_expr<I>();
-        if constexpr (!std::is_same_v<decltype(d), expr::zero>) {
-          EagerTensor r = record_derivative<Depth>(name_, d, in);
-          if (r.shape() != in[I].shape()) r = r.sum_to(in[I].shape());
-          if (r.dtype() != in[I].dtype()) r = r.to(in[I].dtype());
-          out[I] = std::move(r);
-        }
-      };
-      (one_input(std::integral_constant<std::size_t, K>{}), ...);
-    }
-    (std::make_index_sequence<N>{});
-    return out;
-  }
-
-  Tensor jvp(const Tensor&, std::span<const Tensor* const> tangents) const override {
-    const auto in = input_values();
-    return inputs()[0]->runtime->backend().run(
-        largest(in), [&] { return cpu::fused_kernels<E>::jvp(expr_, in, tangents, name_); });
-  }
-
-  EagerTensor jvp_traced(const EagerTensor& output,
-                         std::span<const EagerTensor* const> tangents) const override {
-    std::vector<EagerTensor> in = handles(inputs());
-    for (std::size_t k = 0; k < N; ++k) {
-      in.push_back(tangents[k] ? *tangents[k]
-                               : EagerTensor::from_tensor_in(Tensor::zeros(in[k].shape(), in[k].dtype()),
-                                                             output.context()));
-    }
-    auto t = expr::detail::tangent_expr<N>(expr_);
-    if constexpr (std::is_same_v<decltype(t), expr::zero>) {
-      return EagerTensor::from_tensor_in(Tensor::zeros(output.shape(), output.dtype()), output.context());
-    } else {
-      return record_derivative<Depth>(name_, t, in);
-    }
-  }
-
- private:
   // The cotangent reaching input I as an expression of (inputs..., cotangent = arg<N>).
   template <std::size_t I>
   auto cotangent_expr() const {
@@ -223,12 +268,7 @@ class fused_node final : public node {
     Tensor operator()(const Tensor& g) const {
       const double c =
           cpu::visit_real(cotangent.dtype(), [&]<class T>(T) { return double(cotangent.as_slice<T>()[0]); });
-      if (c == 1.0) return g;
-      using S = expr::binary<expr::ops::mul, expr::arg<0>, expr::constant>;
-      return backend.run(g.size(), [&] {
-        return cpu::fused_kernels<S>::forward(S(expr::arg<0>{}, expr::constant(c)), std::span(&g, 1),
-                                              "scale");
-      });
+      return c == 1.0 ? g : kernel_algebra{backend}.scale(g, c);
     }
   };
 
@@ -249,7 +289,7 @@ class fused_node final : public node {
   std::vector<Tensor> grads_;
 };
 
-template <class E, int Depth>
+template <class E, node_kind Kind>
 EagerTensor record_fused(std::string_view op, const E& e, std::span<const EagerTensor> in) {
   static_assert(expr::arity<E> >= 1, "a fused node needs at least one input");
   if (in.size() != expr::arity<E>) {
@@ -265,13 +305,13 @@ EagerTensor record_fused(std::string_view op, const E& e, std::span<const EagerT
   const bool record = should_record(in);
   std::vector<Tensor> grads;
   Tensor value = rt->backend().run(largest_size(in), [&] {
-    if constexpr (expr::is_scalar<E>) {
+    if constexpr (expr::is_scalar<E> && Kind != node_kind::derived) {
       if (record) return cpu::fused_kernels<E>::value_and_grad(e, values, grads, op);
     }
     return cpu::fused_kernels<E>::forward(e, values, op);
   });
   return make_result(std::move(value), rt, in, record, [&](std::vector<state_ptr> states) {
-    return std::make_shared<fused_node<E, Depth>>(std::move(states), e, op, std::move(grads));
+    return std::make_shared<fused_node<E, Kind>>(std::move(states), e, op, std::move(grads));
   });
 }
 

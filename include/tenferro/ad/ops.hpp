@@ -19,14 +19,14 @@ namespace detail::ad {
 template <class Op>
 EagerTensor unary_op(const EagerTensor& x) {
   using E = cpu::unary_expr<Op>;
-  return record_fused<E, 0>(op_name<Op>(), E(expr::arg<0>{}), std::span(&x, 1));
+  return record_fused<E, node_kind::primitive>(op_name<Op>(), E(expr::arg<0>{}), std::span(&x, 1));
 }
 
 template <class Op>
 EagerTensor binary_op(const EagerTensor& a, const EagerTensor& b, std::string_view name) {
   using E = cpu::binary_expr<Op>;
   const std::array<EagerTensor, 2> in{a, b};
-  return record_fused<E, 0>(name, E(expr::arg<0>{}, expr::arg<1>{}), in);
+  return record_fused<E, node_kind::primitive>(name, E(expr::arg<0>{}, expr::arg<1>{}), in);
 }
 
 // x op s (Left = false) or s op x (Left = true) for a number s.
@@ -34,9 +34,11 @@ template <class Op, bool Left>
 EagerTensor number_op(const EagerTensor& x, double s, std::string_view name) {
   using E = std::conditional_t<Left, cpu::number_lhs_expr<Op>, cpu::number_rhs_expr<Op>>;
   if constexpr (Left) {
-    return record_fused<E, 0>(name, E(expr::constant(s), expr::arg<0>{}), std::span(&x, 1));
+    return record_fused<E, node_kind::primitive>(name, E(expr::constant(s), expr::arg<0>{}),
+                                                 std::span(&x, 1));
   } else {
-    return record_fused<E, 0>(name, E(expr::arg<0>{}, expr::constant(s)), std::span(&x, 1));
+    return record_fused<E, node_kind::primitive>(name, E(expr::arg<0>{}, expr::constant(s)),
+                                                 std::span(&x, 1));
   }
 }
 
@@ -56,115 +58,113 @@ TENFERRO_INLINE EagerTensor reduce_op(const EagerTensor& x, cpu::Reduce kind, co
 
 }  // namespace detail::ad
 
-namespace ops_detail = detail::ad;
-
 TENFERRO_INLINE EagerTensor EagerTensor::add(const EagerTensor& o) const {
-  return ops_detail::binary_op<expr::ops::add>(*this, o, "add");
+  return detail::ad::binary_op<expr::ops::add>(*this, o, "add");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::sub(const EagerTensor& o) const {
-  return ops_detail::binary_op<expr::ops::sub>(*this, o, "sub");
+  return detail::ad::binary_op<expr::ops::sub>(*this, o, "sub");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::mul(const EagerTensor& o) const {
-  return ops_detail::binary_op<expr::ops::mul>(*this, o, "mul");
+  return detail::ad::binary_op<expr::ops::mul>(*this, o, "mul");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::div(const EagerTensor& o) const {
-  return ops_detail::binary_op<expr::ops::div>(*this, o, "div");
+  return detail::ad::binary_op<expr::ops::div>(*this, o, "div");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::pow(const EagerTensor& o) const {
-  return ops_detail::binary_op<expr::ops::pow>(*this, o, "pow");
+  return detail::ad::binary_op<expr::ops::pow>(*this, o, "pow");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::maximum(const EagerTensor& o) const {
-  return ops_detail::binary_op<expr::ops::maximum>(*this, o, "maximum");
+  return detail::ad::binary_op<expr::ops::maximum>(*this, o, "maximum");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::minimum(const EagerTensor& o) const {
-  return ops_detail::binary_op<expr::ops::minimum>(*this, o, "minimum");
+  return detail::ad::binary_op<expr::ops::minimum>(*this, o, "minimum");
 }
 
-TENFERRO_INLINE EagerTensor EagerTensor::neg() const { return ops_detail::unary_op<expr::ops::neg>(*this); }
-TENFERRO_INLINE EagerTensor EagerTensor::abs() const { return ops_detail::unary_op<expr::ops::abs>(*this); }
-TENFERRO_INLINE EagerTensor EagerTensor::sign() const { return ops_detail::unary_op<expr::ops::sign>(*this); }
-TENFERRO_INLINE EagerTensor EagerTensor::exp() const { return ops_detail::unary_op<expr::ops::exp>(*this); }
-TENFERRO_INLINE EagerTensor EagerTensor::log() const { return ops_detail::unary_op<expr::ops::log>(*this); }
-TENFERRO_INLINE EagerTensor EagerTensor::sin() const { return ops_detail::unary_op<expr::ops::sin>(*this); }
-TENFERRO_INLINE EagerTensor EagerTensor::cos() const { return ops_detail::unary_op<expr::ops::cos>(*this); }
-TENFERRO_INLINE EagerTensor EagerTensor::tanh() const { return ops_detail::unary_op<expr::ops::tanh>(*this); }
-TENFERRO_INLINE EagerTensor EagerTensor::sqrt() const { return ops_detail::unary_op<expr::ops::sqrt>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::neg() const { return detail::ad::unary_op<expr::ops::neg>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::abs() const { return detail::ad::unary_op<expr::ops::abs>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::sign() const { return detail::ad::unary_op<expr::ops::sign>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::exp() const { return detail::ad::unary_op<expr::ops::exp>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::log() const { return detail::ad::unary_op<expr::ops::log>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::sin() const { return detail::ad::unary_op<expr::ops::sin>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::cos() const { return detail::ad::unary_op<expr::ops::cos>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::tanh() const { return detail::ad::unary_op<expr::ops::tanh>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::sqrt() const { return detail::ad::unary_op<expr::ops::sqrt>(*this); }
 TENFERRO_INLINE EagerTensor EagerTensor::rsqrt() const {
-  return ops_detail::unary_op<expr::ops::rsqrt>(*this);
+  return detail::ad::unary_op<expr::ops::rsqrt>(*this);
 }
 TENFERRO_INLINE EagerTensor EagerTensor::expm1() const {
-  return ops_detail::unary_op<expr::ops::expm1>(*this);
+  return detail::ad::unary_op<expr::ops::expm1>(*this);
 }
 TENFERRO_INLINE EagerTensor EagerTensor::log1p() const {
-  return ops_detail::unary_op<expr::ops::log1p>(*this);
+  return detail::ad::unary_op<expr::ops::log1p>(*this);
 }
 TENFERRO_INLINE EagerTensor EagerTensor::square() const {
-  return ops_detail::unary_op<expr::ops::square>(*this);
+  return detail::ad::unary_op<expr::ops::square>(*this);
 }
 TENFERRO_INLINE EagerTensor EagerTensor::sigmoid() const {
-  return ops_detail::unary_op<expr::ops::sigmoid>(*this);
+  return detail::ad::unary_op<expr::ops::sigmoid>(*this);
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::scale(double s) const {
-  return ops_detail::number_op<expr::ops::mul, false>(*this, s, "scale");
+  return detail::ad::number_op<expr::ops::mul, false>(*this, s, "scale");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::add_scalar(double s) const {
-  return ops_detail::number_op<expr::ops::add, false>(*this, s, "add_scalar");
+  return detail::ad::number_op<expr::ops::add, false>(*this, s, "add_scalar");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::rsub_scalar(double s) const {
-  return ops_detail::number_op<expr::ops::sub, true>(*this, s, "rsub_scalar");
+  return detail::ad::number_op<expr::ops::sub, true>(*this, s, "rsub_scalar");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::rdiv_scalar(double s) const {
-  return ops_detail::number_op<expr::ops::div, true>(*this, s, "rdiv_scalar");
+  return detail::ad::number_op<expr::ops::div, true>(*this, s, "rdiv_scalar");
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::reduce_sum() const {
-  return ops_detail::reduce_op(*this, cpu::Reduce::sum, std::nullopt, "reduce_sum");
+  return detail::ad::reduce_op(*this, cpu::Reduce::sum, std::nullopt, "reduce_sum");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::reduce_sum(const Axes& axes) const {
-  return ops_detail::reduce_op(*this, cpu::Reduce::sum, axes, "reduce_sum");
+  return detail::ad::reduce_op(*this, cpu::Reduce::sum, axes, "reduce_sum");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::reduce_prod() const {
-  return ops_detail::reduce_op(*this, cpu::Reduce::prod, std::nullopt, "reduce_prod");
+  return detail::ad::reduce_op(*this, cpu::Reduce::prod, std::nullopt, "reduce_prod");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::reduce_prod(const Axes& axes) const {
-  return ops_detail::reduce_op(*this, cpu::Reduce::prod, axes, "reduce_prod");
+  return detail::ad::reduce_op(*this, cpu::Reduce::prod, axes, "reduce_prod");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::reduce_max() const {
-  return ops_detail::reduce_op(*this, cpu::Reduce::max, std::nullopt, "reduce_max");
+  return detail::ad::reduce_op(*this, cpu::Reduce::max, std::nullopt, "reduce_max");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::reduce_max(const Axes& axes) const {
-  return ops_detail::reduce_op(*this, cpu::Reduce::max, axes, "reduce_max");
+  return detail::ad::reduce_op(*this, cpu::Reduce::max, axes, "reduce_max");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::reduce_min() const {
-  return ops_detail::reduce_op(*this, cpu::Reduce::min, std::nullopt, "reduce_min");
+  return detail::ad::reduce_op(*this, cpu::Reduce::min, std::nullopt, "reduce_min");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::reduce_min(const Axes& axes) const {
-  return ops_detail::reduce_op(*this, cpu::Reduce::min, axes, "reduce_min");
+  return detail::ad::reduce_op(*this, cpu::Reduce::min, axes, "reduce_min");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::reduce_mean() const {
-  return ops_detail::reduce_op(*this, cpu::Reduce::mean, std::nullopt, "reduce_mean");
+  return detail::ad::reduce_op(*this, cpu::Reduce::mean, std::nullopt, "reduce_mean");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::reduce_mean(const Axes& axes) const {
-  return ops_detail::reduce_op(*this, cpu::Reduce::mean, axes, "reduce_mean");
+  return detail::ad::reduce_op(*this, cpu::Reduce::mean, axes, "reduce_mean");
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::reshape(const Shape& shape) const {
   Tensor value = cpu::reshape(materialized(), shape, "reshape");
-  return ops_detail::record_rule("reshape", std::span(this, 1), std::move(value),
-                                 ops_detail::reshape_rule{this->shape(), shape});
+  return detail::ad::record_rule("reshape", std::span(this, 1), std::move(value),
+                                 detail::ad::reshape_rule{this->shape(), shape});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::transpose(const Axes& perm) const {
   Tensor value = cpu::transpose(materialized(), perm, "transpose");
-  return ops_detail::record_rule("transpose", std::span(this, 1), std::move(value),
-                                 ops_detail::transpose_rule{perm});
+  return detail::ad::record_rule("transpose", std::span(this, 1), std::move(value),
+                                 detail::ad::transpose_rule{perm});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::broadcast_to(const Shape& shape) const {
   Tensor value = cpu::broadcast_to(materialized(), shape, "broadcast_to");
-  return ops_detail::record_rule("broadcast_to", std::span(this, 1), std::move(value),
-                                 ops_detail::broadcast_rule{this->shape(), shape, false});
+  return detail::ad::record_rule("broadcast_to", std::span(this, 1), std::move(value),
+                                 detail::ad::broadcast_rule{this->shape(), shape, false});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::sum_to(const Shape& shape) const {
@@ -174,8 +174,8 @@ TENFERRO_INLINE EagerTensor EagerTensor::sum_to(const Shape& shape) const {
                     format_shape(shape) + " (that shape must broadcast to it)");
   }
   Tensor value = cpu::sum_to(materialized(), shape);
-  return ops_detail::record_rule("sum_to", std::span(this, 1), std::move(value),
-                                 ops_detail::broadcast_rule{this->shape(), shape, true});
+  return detail::ad::record_rule("sum_to", std::span(this, 1), std::move(value),
+                                 detail::ad::broadcast_rule{this->shape(), shape, true});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::to(DType dtype) const {
@@ -185,15 +185,15 @@ TENFERRO_INLINE EagerTensor EagerTensor::to(DType dtype) const {
                     std::string(dtype_name(dtype)) + ": only f32 and f64 are supported");
   }
   cpu::promote("to", std::span(&state_->value, 1));
-  return ops_detail::record_rule("to", std::span(this, 1), cpu::cast(materialized(), dtype),
-                                 ops_detail::cast_rule{this->dtype(), dtype});
+  return detail::ad::record_rule("to", std::span(this, 1), cpu::cast(materialized(), dtype),
+                                 detail::ad::cast_rule{this->dtype(), dtype});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::matmul(const EagerTensor& other) const {
   const std::array<EagerTensor, 2> in{*this, other};
-  ops_detail::common_runtime("matmul", in);
+  detail::ad::common_runtime("matmul", in);
   Tensor value = cpu::matmul(materialized(), other.materialized(), "matmul");
-  return ops_detail::record_rule("matmul", in, std::move(value), ops_detail::matmul_rule{});
+  return detail::ad::record_rule("matmul", in, std::move(value), detail::ad::matmul_rule{});
 }
 
 #endif  // TENFERRO_HEADER_ONLY

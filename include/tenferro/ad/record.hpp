@@ -11,8 +11,6 @@
 
 namespace tenferro::detail::ad {
 
-inline std::string to_string(ContextId id) { return "ContextId(" + std::to_string(id.value()) + ")"; }
-
 // The runtime every input belongs to. Throws ContextMismatch naming the op and both runtimes.
 inline const std::shared_ptr<EagerRuntime>& common_runtime(std::string_view op,
                                                            std::span<const EagerTensor> in) {

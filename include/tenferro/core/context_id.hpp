@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <ostream>
+#include <string>
 
 namespace tenferro {
 
@@ -26,9 +27,8 @@ class ContextId {
   std::uint64_t value_;
 };
 
-inline std::ostream& operator<<(std::ostream& os, ContextId id) {
-  return os << "ContextId(" << id.value() << ")";
-}
+inline std::string to_string(ContextId id) { return "ContextId(" + std::to_string(id.value()) + ")"; }
+inline std::ostream& operator<<(std::ostream& os, ContextId id) { return os << to_string(id); }
 
 }  // namespace tenferro
 

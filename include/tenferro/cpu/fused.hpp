@@ -171,6 +171,22 @@ Tensor fused_kernels<E>::jvp(const E& e, std::span<const Tensor> in, std::span<c
   });
 }
 
+// One elementwise op on Tensors, without a tape: op(a), op(a, b) (broadcasting, promoting) and
+// a * s. Every kernel-level elementwise step of the library goes through these.
+template <class Op>
+Tensor elementwise(const Tensor& a, std::string_view op) {
+  return fused_kernels<unary_expr<Op>>::forward(unary_expr<Op>(expr::arg<0>{}), std::span(&a, 1), op);
+}
+template <class Op>
+Tensor elementwise(const Tensor& a, const Tensor& b, std::string_view op) {
+  const std::array<Tensor, 2> in{a, b};
+  return fused_kernels<binary_expr<Op>>::forward(binary_expr<Op>(expr::arg<0>{}, expr::arg<1>{}), in, op);
+}
+inline Tensor scaled(const Tensor& a, double s) {
+  using E = number_rhs_expr<expr::ops::mul>;
+  return fused_kernels<E>::forward(E(expr::arg<0>{}, expr::constant(s)), std::span(&a, 1), "scale");
+}
+
 }  // namespace tenferro::cpu
 
 #if !TENFERRO_HEADER_ONLY

@@ -95,9 +95,7 @@ inline Tensor broadcast_to(const Tensor& x, const Shape& shape, std::string_view
 // broadcasting, promoting sum).
 inline void add_into(Tensor& acc, const Tensor& b) {
   if (acc.dtype() != b.dtype() || acc.shape() != b.shape()) {
-    const std::array<Tensor, 2> in{acc, b};
-    using E = expr::binary<expr::ops::add, expr::arg<0>, expr::arg<1>>;
-    acc = fused_kernels<E>::forward(E(expr::arg<0>{}, expr::arg<1>{}), in, "add");
+    acc = elementwise<expr::ops::add>(acc, b, "add");
     return;
   }
   visit_real(acc.dtype(), [&]<class T>(T) {

@@ -44,13 +44,13 @@ class CpuSession final : public BackendSession {
  public:
   std::string_view backend_name() const noexcept override { return "cpu"; }
 
-  Tensor add(const Tensor& a, const Tensor& b) override { return binary<expr::ops::add>(a, b, "add"); }
-  Tensor sub(const Tensor& a, const Tensor& b) override { return binary<expr::ops::sub>(a, b, "sub"); }
-  Tensor mul(const Tensor& a, const Tensor& b) override { return binary<expr::ops::mul>(a, b, "mul"); }
-  Tensor div(const Tensor& a, const Tensor& b) override { return binary<expr::ops::div>(a, b, "div"); }
-  Tensor neg(const Tensor& a) override { return unary<expr::ops::neg>(a, "neg"); }
-  Tensor exp(const Tensor& a) override { return unary<expr::ops::exp>(a, "exp"); }
-  Tensor log(const Tensor& a) override { return unary<expr::ops::log>(a, "log"); }
+  Tensor add(const Tensor& a, const Tensor& b) override { return elementwise<expr::ops::add>(a, b, "add"); }
+  Tensor sub(const Tensor& a, const Tensor& b) override { return elementwise<expr::ops::sub>(a, b, "sub"); }
+  Tensor mul(const Tensor& a, const Tensor& b) override { return elementwise<expr::ops::mul>(a, b, "mul"); }
+  Tensor div(const Tensor& a, const Tensor& b) override { return elementwise<expr::ops::div>(a, b, "div"); }
+  Tensor neg(const Tensor& a) override { return elementwise<expr::ops::neg>(a, "neg"); }
+  Tensor exp(const Tensor& a) override { return elementwise<expr::ops::exp>(a, "exp"); }
+  Tensor log(const Tensor& a) override { return elementwise<expr::ops::log>(a, "log"); }
   Tensor reduce_sum(const Tensor& a, const std::optional<Axes>& axes) override {
     return cpu::reduce(Reduce::sum, a, reduce_mask("reduce_sum", a.shape(), axes), "reduce_sum");
   }
@@ -59,17 +59,6 @@ class CpuSession final : public BackendSession {
     return cpu::transpose(a, perm, "transpose");
   }
   Tensor matmul(const Tensor& a, const Tensor& b) override { return cpu::matmul(a, b, "matmul"); }
-
- private:
-  template <class Op>
-  static Tensor unary(const Tensor& a, std::string_view op) {
-    return fused_kernels<unary_expr<Op>>::forward(unary_expr<Op>{expr::arg<0>{}}, std::span(&a, 1), op);
-  }
-  template <class Op>
-  static Tensor binary(const Tensor& a, const Tensor& b, std::string_view op) {
-    const std::array<Tensor, 2> in{a, b};
-    return fused_kernels<binary_expr<Op>>::forward(binary_expr<Op>{expr::arg<0>{}, expr::arg<1>{}}, in, op);
-  }
 };
 
 }  // namespace cpu
