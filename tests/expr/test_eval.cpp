@@ -280,6 +280,24 @@ TEST_CASE("subtrees of one type with different constants are not shared") {
   CHECK(v == Approx(expected));
 }
 
+TEST_CASE("sharing is decided per subtree: different constants switch off only their own subtree") {
+  // exp(x * x) occurs four times with equal values; sin(2 x) and sin(3 x) have one type and
+  // different constants. 1003 elements: SIMD body and padded tail.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  vec a = vec::from_shape({1003});
+  for (auto& e : a.storage()) e = u(rng);
+  auto [v, g] = value_and_grad(sum(exp(x * x) * sin(2.0 * x) + exp(x * x) * sin(3.0 * x)), a);
+  double expected = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double e = a(i), q = std::exp(e * e);
+    expected += q * (std::sin(2 * e) + std::sin(3 * e));
+    CHECK(std::get<0>(g)(i) == Approx(2 * e * q * (std::sin(2 * e) + std::sin(3 * e)) +
+                                      q * (2 * std::cos(2 * e) + 3 * std::cos(3 * e))));
+  }
+  CHECK(v == Approx(expected));
+}
+
 TEST_CASE("regression: a sin shared for occurring twice, with no cos partner, compiles and evaluates") {
   // grad of mean(square(a sin(b t) - y)) w.r.t. a holds sin(b t) twice and cos(b t) not at all.
   auto [A, B, T, Y] = placeholders<4>();

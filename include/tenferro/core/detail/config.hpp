@@ -8,13 +8,17 @@
 // multiplies their compile time and memory several times over.
 #define TENFERRO_ALWAYS_INLINE inline
 #define TENFERRO_FLATTEN
+#define TENFERRO_NOINLINE [[gnu::noinline]]
 #elif defined(__GNUC__) || defined(__clang__)
 #define TENFERRO_ALWAYS_INLINE [[gnu::always_inline]] inline
 // Inline every call inside the function, recursively.
 #define TENFERRO_FLATTEN [[gnu::flatten]]
+// Kept out of a flattened loop body (a cold path).
+#define TENFERRO_NOINLINE [[gnu::noinline]]
 #else
 #define TENFERRO_ALWAYS_INLINE inline
 #define TENFERRO_FLATTEN
+#define TENFERRO_NOINLINE
 #endif
 
 // Separate compilation of the eager runtime. By default tenferro is header-only: every function

@@ -83,26 +83,25 @@ auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
   (std::make_index_sequence<std::tuple_size_v<Leaves>>{});
 }
 
-// The fused loop: `count` elements read from element `read_at` of the leaves and written from
-// element `write_at` of the outputs. Unmasked, count is a whole number of batches; masked, it is
-// the valid lanes of one padded batch. Flattened so that the whole tree, xsimd's math included,
-// is one loop body: the compiler then computes a subexpression shared by the value and the
-// gradients (exp(x * y) in sin(x) * y + exp(x * y)) once.
-template <bool Masked, class T, class Shared, class Reps, class Reds, class Stores, class Leaves, class Acc,
-          std::size_t NR>
+// The fused loop: `count` elements (a whole number of batches) from element `at`. Flattened so
+// that the whole tree, xsimd's math included, is one loop body: the compiler then computes a
+// subexpression shared by the value and the gradients (exp(x * y) in sin(x) * y + exp(x * y))
+// once. It is instantiated once per pass: the last partial batch goes through it too (padded,
+// see run_hoisted_pass), and a shared subtree whose occurrences differ in their constants is
+// switched off by `ok` at run time rather than by a second copy of the loop.
+template <class T, class Shared, class Reps, class Reds, class Stores, class Leaves, class Acc, std::size_t NR>
 TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const std::array<bool, NR>& active,
-                                 const Reps& reps, const Leaves& leaves, const T* results, T count_n,
-                                 std::size_t read_at, std::size_t write_at, std::size_t count, Acc& acc) {
+                                 const bool* ok, const Reps& reps, const Leaves& leaves, const T* results,
+                                 T count_n, std::size_t at, std::size_t count, Acc& acc) {
   using B = xsimd::batch<T>;
   constexpr std::size_t W = B::size;
-  auto step = [&](std::size_t at, std::size_t out_at, Acc& into) {
+  auto step = [&](std::size_t i, Acc& into) {
     const auto registers = std::apply(
-        [&](const auto&... leaf) { return std::tuple{register_leaf<B>{leaf.template load<B>(at)}...}; },
-        leaves);
+        [&](const auto&... leaf) { return std::tuple{register_leaf<B>{leaf.template load<B>(i)}...}; }, leaves);
     constexpr std::size_t M = std::tuple_size_v<Reps>;
     std::array<B, M> shared;
     const element_context<T, std::remove_const_t<decltype(registers)>, Shared, B> ctx{
-        registers, results, count_n, at, shared.data()};
+        registers, results, count_n, i, shared.data(), ok};
     [&]<std::size_t... K>(std::index_sequence<K...>) {
       auto fill = [&]<std::size_t Kc>(std::integral_constant<std::size_t, Kc>) {
         using Rep = std::tuple_element_t<Kc, Reps>;
@@ -110,11 +109,13 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
         using P = typename trig_partner<S>::type;
         constexpr std::size_t partner = std::is_void_v<P> ? not_shared : shared_index<Shared, P>;
         if constexpr (partner == not_shared) {
-          shared[Kc] = eval_node<Rep::base, B>(*std::get<Kc>(reps).node, ctx);
+          if (ok[Kc]) shared[Kc] = eval_node<Rep::base, B>(*std::get<Kc>(reps).node, ctx);
         } else if constexpr (std::is_same_v<typename S::op_type, ops::sin>) {
-          const auto [s, c] = xsimd::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
-          shared[Kc] = s;
-          shared[partner] = c;
+          if (ok[Kc] || ok[partner]) {
+            const auto [s, c] = xsimd::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
+            shared[Kc] = s;
+            shared[partner] = c;
+          }
         }  // a cos with a sin partner: filled with it
       };
       (void)fill;
@@ -125,12 +126,7 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
       auto reduce_one = [&]<std::size_t Jc>(std::integral_constant<std::size_t, Jc>) {
         using Task = std::tuple_element_t<Jc, Reds>;
         if (first_same_task<Reds, Jc>() != Jc && !active[Jc]) return;
-        B v = eval_batch<Task::id + 1, B>(*std::get<Jc>(reds).body, ctx);
-        if constexpr (Masked) {
-          v = xsimd::select(lane_indices<B>() < B(static_cast<T>(count)), v,
-                            B(Task::op::template identity<T>()));
-        }
-        into[Jc] = Task::op::combine(into[Jc], v);
+        into[Jc] = Task::op::combine(into[Jc], eval_batch<Task::id + 1, B>(*std::get<Jc>(reds).body, ctx));
       };
       (void)reduce_one;  // unused when the pass has no reduction
       (reduce_one(std::integral_constant<std::size_t, J>{}), ...);
@@ -140,42 +136,31 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
         [&](const auto&... task) {
           auto store_one = [&](const auto& t) {
             using Task = std::remove_cvref_t<decltype(t)>;
-            const B v = eval_batch<Task::base, B>(*t.expr, ctx);
-            if constexpr (Masked) {
-              alignas(64) std::array<T, W> tmp;
-              v.store_unaligned(tmp.data());
-              std::copy(tmp.begin(), tmp.begin() + count, t.out + out_at);
-            } else {
-              v.store_unaligned(t.out + out_at);
-            }
+            eval_batch<Task::base, B>(*t.expr, ctx).store_unaligned(t.out + i);
           };
           (void)store_one;
           (store_one(task), ...);
         },
         stores);
   };
-  if constexpr (Masked) {
-    step(read_at, write_at, acc);
-  } else {
-    // Two independent accumulators, in registers: a cheap reduction (sum(square(x))) is bound by
-    // the latency of its adds, not by the data. Fixed order, so still deterministic.
-    Acc even = acc;
-    Acc odd;
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((odd[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
-    }
-    (std::make_index_sequence<NR>{});
-    std::size_t k = 0;
-    for (; k + 2 * W <= count; k += 2 * W) {
-      step(read_at + k, write_at + k, even);
-      step(read_at + k + W, write_at + k + W, odd);
-    }
-    if (k < count) step(read_at + k, write_at + k, even);
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(even[J], odd[J])), ...);
-    }
-    (std::make_index_sequence<NR>{});
+  // Two independent accumulators, in registers: a cheap reduction (sum(square(x))) is bound by
+  // the latency of its adds, not by the data. Fixed order, so still deterministic.
+  Acc even = acc;
+  Acc odd;
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((odd[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
   }
+  (std::make_index_sequence<NR>{});
+  std::size_t k = 0;
+  for (; k + 2 * W <= count; k += 2 * W) {
+    step(at + k, even);
+    step(at + k + W, odd);
+  }
+  if (k < count) step(at + k, even);
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(even[J], odd[J])), ...);
+  }
+  (std::make_index_sequence<NR>{});
 }
 
 // The first occurrence of S among the trees of a pass (reduction bodies, then stored outputs).
@@ -249,71 +234,95 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   const auto reps = [&]<class... S>(type_list<S...>) {
     return std::tuple{first_in_pass<S>(reds, stores)...};
   }(Shared{});
-  bool share = true;
-  if constexpr (Shared::size > 0) {
+  // ok[k]: every occurrence of shared subtree k holds the same constants as the one computed
+  // (equal types can differ there: sin(2 * x) and sin(3 * x)); the others are evaluated where
+  // they occur.
+  constexpr std::size_t M = Shared::size;
+  std::array<bool, M + 1> ok;  // never empty
+  ok.fill(true);
+  if constexpr (M > 0) {
     for_each_tree([&](const auto& tree, auto) {
       for_each_subtree(tree, [&](const auto& node) {
         using N = std::remove_cvref_t<decltype(node)>;
-        if constexpr (shared_index<Shared, N> != not_shared) {
-          share = share && same_values(node, *std::get<shared_index<Shared, N>>(reps).node);
-          // A sin shared with its cos partner (one sincos) needs equal operands; a sin shared
-          // because it occurs twice may have no partner at all.
+        constexpr std::size_t k = shared_index<Shared, N>;
+        if constexpr (k != not_shared) {
+          // A cos filled by its sin partner's sincos needs the sin's operand; anything else
+          // its own first occurrence.
           using P = typename trig_partner<N>::type;
-          if constexpr (!std::is_void_v<P> && shared_index<Shared, P> != not_shared) {
-            share = share && same_values(node.operand, std::get<shared_index<Shared, P>>(reps).node->operand);
+          if constexpr (!std::is_void_v<P> && std::is_same_v<typename N::op_type, ops::cos> &&
+                        shared_index<Shared, P> != not_shared) {
+            ok[k] = ok[k] && same_values(node.operand, std::get<shared_index<Shared, P>>(reps).node->operand);
+          } else {
+            ok[k] = ok[k] && same_values(node, *std::get<k>(reps).node);
           }
         }
       });
     });
   }
 
-  auto run_all = [&]<class Sh, class Reps>(std::type_identity<Sh>, const Reps& shared_reps) {
-    auto run_chunk = [&](std::size_t c) {
-      const std::size_t begin = c * chunk_elements;
-      const std::size_t end = std::min(n, begin + chunk_elements);
-      std::array<B, NR> acc;
-      [&]<std::size_t... J>(std::index_sequence<J...>) {
-        ((acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
-      }
-      (std::make_index_sequence<NR>{});
-
-      std::size_t i = begin;
-      const std::size_t body_end = begin + (end - begin) / W * W;
-      fused_loop<false, T, Sh>(reds, stores, active, shared_reps, leaves, results, count_n, i, i,
-                               body_end - i, acc);
-      i = body_end;
-      if (i < end) {
-        std::array<std::array<T, B::size>, std::tuple_size_v<Leaves>> buffers;
-        const Leaves tail = padded_leaves<T, B::size>(leaves, i, end - i, buffers);
-        fused_loop<true, T, Sh>(reds, stores, active, shared_reps, tail, results, count_n, 0, i, end - i,
-                                acc);
-      }
-      [&]<std::size_t... J>(std::index_sequence<J...>) {
-        ((partial[c][J] = horizontal<typename std::tuple_element_t<J, Reds>::op>(acc[J])), ...);
-      }
-      (std::make_index_sequence<NR>{});
-    };
-
-    constexpr std::size_t cost = []<class... R, class... S>(std::type_identity<std::tuple<R...>>,
-                                                            std::type_identity<std::tuple<S...>>) {
-      return ((tree_cost<typename R::body_type> + 1) + ... + 0) +
-             ((tree_cost<typename S::expr_type> + 1) + ... + 0);
-    }(std::type_identity<Reds>{}, std::type_identity<Stores>{});
-    if (chunks > 1 && n * cost >= parallel_work && tbb::this_task_arena::max_concurrency() > 1) {
-      tbb::parallel_for(
-          tbb::blocked_range<std::size_t>(0, chunks, 1),
-          [&](const tbb::blocked_range<std::size_t>& r) {
-            for (std::size_t c = r.begin(); c != r.end(); ++c) run_chunk(c);
-          },
-          tbb::simple_partitioner{});
-    } else {
-      for (std::size_t c = 0; c < chunks; ++c) run_chunk(c);
+  auto run_chunk = [&](std::size_t c) {
+    const std::size_t begin = c * chunk_elements;
+    const std::size_t end = std::min(n, begin + chunk_elements);
+    std::array<B, NR> acc;
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
     }
+    (std::make_index_sequence<NR>{});
+
+    const std::size_t body_end = begin + (end - begin) / W * W;
+    fused_loop<T, Shared>(reds, stores, active, ok.data(), reps, leaves, results, count_n, begin,
+                          body_end - begin, acc);
+    if (body_end < end) {
+      // The last partial batch: inputs padded with an in-domain value, outputs written to a
+      // batch-sized buffer and copied out, reductions masked to the valid lanes.
+      const std::size_t count = end - body_end;
+      std::array<std::array<T, W>, std::tuple_size_v<Leaves>> in_buffers;
+      const Leaves tail = padded_leaves<T, W>(leaves, body_end, count, in_buffers);
+      constexpr std::size_t NS = std::tuple_size_v<Stores>;
+      std::array<std::array<T, W>, NS> out_buffers;
+      Stores tail_stores = stores;
+      [&]<std::size_t... S>(std::index_sequence<S...>) {
+        ((std::get<S>(tail_stores).out = out_buffers[S].data()), ...);
+      }
+      (std::make_index_sequence<NS>{});
+      std::array<B, NR> tail_acc;
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((tail_acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
+      }
+      (std::make_index_sequence<NR>{});
+      fused_loop<T, Shared>(reds, tail_stores, active, ok.data(), reps, tail, results, count_n, 0, W, tail_acc);
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(
+              acc[J], xsimd::select(lane_indices<B>() < B(static_cast<T>(count)), tail_acc[J],
+                                    B(std::tuple_element_t<J, Reds>::op::template identity<T>())))),
+         ...);
+      }
+      (std::make_index_sequence<NR>{});
+      [&]<std::size_t... S>(std::index_sequence<S...>) {
+        (std::copy(out_buffers[S].begin(), out_buffers[S].begin() + count, std::get<S>(stores).out + body_end),
+         ...);
+      }
+      (std::make_index_sequence<NS>{});
+    }
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((partial[c][J] = horizontal<typename std::tuple_element_t<J, Reds>::op>(acc[J])), ...);
+    }
+    (std::make_index_sequence<NR>{});
   };
-  if (share) {
-    run_all(std::type_identity<Shared>{}, reps);
+
+  constexpr std::size_t cost = []<class... R, class... S>(std::type_identity<std::tuple<R...>>,
+                                                          std::type_identity<std::tuple<S...>>) {
+    return ((tree_cost<typename R::body_type> + 1) + ... + 0) + ((tree_cost<typename S::expr_type> + 1) + ... + 0);
+  }(std::type_identity<Reds>{}, std::type_identity<Stores>{});
+  if (chunks > 1 && n * cost >= parallel_work && tbb::this_task_arena::max_concurrency() > 1) {
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, chunks, 1),
+        [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t c = r.begin(); c != r.end(); ++c) run_chunk(c);
+        },
+        tbb::simple_partitioner{});
   } else {
-    run_all(std::type_identity<type_list<>>{}, std::tuple<>{});
+    for (std::size_t c = 0; c < chunks; ++c) run_chunk(c);
   }
 
   [&]<std::size_t... J>(std::index_sequence<J...>) {
