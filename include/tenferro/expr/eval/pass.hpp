@@ -42,6 +42,19 @@ inline constexpr std::size_t tree_cost<unary<Op, A>> = Op::cost + tree_cost<A>;
 template <class Op, class L, class R>
 inline constexpr std::size_t tree_cost<binary<Op, L, R>> = Op::cost + tree_cost<L> + tree_cost<R>;
 
+// Summed costs of one element of a pass: its reduction bodies and its stored outputs.
+template <class Reds, class Stores>
+inline constexpr std::size_t pass_cost = []<class... R, class... S>(std::type_identity<std::tuple<R...>>,
+                                                                   std::type_identity<std::tuple<S...>>) {
+  return ((tree_cost<typename R::body_type> + 1) + ... + 0) + ((tree_cost<typename S::expr_type> + 1) + ... + 0);
+}(std::type_identity<Reds>{}, std::type_identity<Stores>{});
+
+// Up to this cost per element a reduction is bound by the latency of its combining adds (sum(x),
+// sum(square(x)), dot): the loop then alternates two accumulators. A costlier body hides that
+// latency by itself and runs with one accumulator, so the flattened body is emitted once, not
+// three times (both accumulators and the odd last batch): a third of the code to compile.
+inline constexpr std::size_t interleave_cost = 8;
+
 struct simd_policy {};
 struct reference_policy {};  // one element at a time with std math, serial: the tests' oracle
 
@@ -143,24 +156,29 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
         },
         stores);
   };
-  // Two independent accumulators, in registers: a cheap reduction (sum(square(x))) is bound by
-  // the latency of its adds, not by the data. Fixed order, so still deterministic.
-  Acc even = acc;
-  Acc odd;
-  [&]<std::size_t... J>(std::index_sequence<J...>) {
-    ((odd[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
+  if constexpr (NR > 0 && pass_cost<Reds, Stores> <= interleave_cost) {
+    // Two independent accumulators, in registers. Fixed order, so still deterministic.
+    Acc even = acc;
+    Acc odd;
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((odd[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
+    }
+    (std::make_index_sequence<NR>{});
+    std::size_t k = 0;
+    for (; k + 2 * W <= count; k += 2 * W) {
+      step(at + k, even);
+      step(at + k + W, odd);
+    }
+    if (k < count) step(at + k, even);
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(even[J], odd[J])), ...);
+    }
+    (std::make_index_sequence<NR>{});
+  } else {
+    Acc local = acc;  // in registers, not behind the reference
+    for (std::size_t k = 0; k < count; k += W) step(at + k, local);
+    acc = local;
   }
-  (std::make_index_sequence<NR>{});
-  std::size_t k = 0;
-  for (; k + 2 * W <= count; k += 2 * W) {
-    step(at + k, even);
-    step(at + k + W, odd);
-  }
-  if (k < count) step(at + k, even);
-  [&]<std::size_t... J>(std::index_sequence<J...>) {
-    ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(even[J], odd[J])), ...);
-  }
-  (std::make_index_sequence<NR>{});
 }
 
 // The first occurrence of S among the trees of a pass (reduction bodies, then stored outputs).
@@ -310,10 +328,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     (std::make_index_sequence<NR>{});
   };
 
-  constexpr std::size_t cost = []<class... R, class... S>(std::type_identity<std::tuple<R...>>,
-                                                          std::type_identity<std::tuple<S...>>) {
-    return ((tree_cost<typename R::body_type> + 1) + ... + 0) + ((tree_cost<typename S::expr_type> + 1) + ... + 0);
-  }(std::type_identity<Reds>{}, std::type_identity<Stores>{});
+  constexpr std::size_t cost = pass_cost<Reds, Stores>;
   if (chunks > 1 && n * cost >= parallel_work && tbb::this_task_arena::max_concurrency() > 1) {
     tbb::parallel_for(
         tbb::blocked_range<std::size_t>(0, chunks, 1),
