@@ -370,6 +370,15 @@ TEST_CASE("memory: graphs die with their tensors, a million training steps stay 
     CHECK(live_tape_nodes() == start + 200000);
   }
   CHECK(live_tape_nodes() == start);
+  // ... also when every op reads its input twice.
+  {
+    auto x = leaf(ctx, {1}, {1.0});
+    EagerTensor acc = x;
+    for (int k = 0; k < 200000; ++k) acc = acc * acc;
+    CHECK(live_tape_nodes() == start + 200000);
+    CHECK(acc.materialized().as_slice<double>()[0] == 1.0);
+  }
+  CHECK(live_tape_nodes() == start);
   // Training steps: w -= 0.1 * d/dw sum((w - target)^2).
   auto w = leaf(ctx, {2}, {0, 0});
   auto target = constant(ctx, {2}, {1, -1});

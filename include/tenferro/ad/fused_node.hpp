@@ -132,7 +132,7 @@ class fused_node final : public node {
   static constexpr std::size_t N = expr::arity<E>;
 
  public:
-  fused_node(std::vector<state_ptr> inputs, E e, std::string_view name, std::vector<Tensor> grads)
+  fused_node(std::span<const EagerTensor> inputs, E e, std::string_view name, std::vector<Tensor> grads)
       : node(std::move(inputs)), expr_(std::move(e)), name_(name), grads_(std::move(grads)) {}
 
   std::string_view name() const noexcept override { return name_; }
@@ -310,8 +310,8 @@ EagerTensor record_fused(std::string_view op, const E& e, std::span<const EagerT
     }
     return cpu::fused_kernels<E>::forward(e, values, op);
   });
-  return make_result(std::move(value), rt, in, record, [&](std::vector<state_ptr> states) {
-    return std::make_shared<fused_node<E, Kind>>(std::move(states), e, op, std::move(grads));
+  return make_result(std::move(value), rt, record, [&] {
+    return fused_node<E, Kind>(in, e, op, std::move(grads));
   });
 }
 

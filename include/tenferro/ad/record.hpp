@@ -7,6 +7,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tenferro::detail::ad {
@@ -41,24 +43,23 @@ inline std::size_t largest_size(std::span<const EagerTensor> in) {
   return n;
 }
 
-// The result of an op: `value` in runtime rt, with the node make(input states) when `record`.
+// The result of an op: `value` in runtime rt and, when `record`, the node make() returns (by
+// value: it is built in place next to the result's state).
 template <class Make>
-EagerTensor make_result(Tensor value, const std::shared_ptr<EagerRuntime>& rt,
-                        std::span<const EagerTensor> in, bool record, Make&& make) {
-  auto s = std::make_shared<tensor_state>();
+EagerTensor make_result(Tensor value, const std::shared_ptr<EagerRuntime>& rt, bool record, Make&& make) {
+  state_ptr s;
+  if (record) {
+    s = std::make_shared<recorded_state<std::invoke_result_t<Make>>>(std::forward<Make>(make));
+  } else {
+    s = std::make_shared<tensor_state>();
+  }
   s->value = std::move(value);
   s->runtime = rt;
-  if (record) {
-    std::vector<state_ptr> states;
-    states.reserve(in.size());
-    for (const auto& x : in) states.push_back(x.state());
-    s->grad_fn = make(std::move(states));
-  }
   return EagerTensor(std::move(s));
 }
 
 // The handles of a node's inputs.
-inline std::vector<EagerTensor> handles(const std::vector<state_ptr>& states) {
+inline std::vector<EagerTensor> handles(const input_states& states) {
   return {states.begin(), states.end()};
 }
 

@@ -169,7 +169,7 @@ struct matmul_rule {
 template <class Rule>
 class rule_node final : public node {
  public:
-  rule_node(std::vector<state_ptr> inputs, std::string_view name, Rule rule)
+  rule_node(std::span<const EagerTensor> inputs, std::string_view name, Rule rule)
       : node(std::move(inputs)), name_(name), rule_(std::move(rule)) {}
 
   std::string_view name() const noexcept override { return name_; }
@@ -209,8 +209,8 @@ class rule_node final : public node {
 template <class Rule>
 EagerTensor record_rule(std::string_view op, std::span<const EagerTensor> in, Tensor value, Rule rule) {
   const auto& rt = in[0].context();
-  return make_result(std::move(value), rt, in, should_record(in), [&](std::vector<state_ptr> states) {
-    return std::make_shared<rule_node<Rule>>(std::move(states), op, std::move(rule));
+  return make_result(std::move(value), rt, should_record(in), [&] {
+    return rule_node<Rule>(in, op, std::move(rule));
   });
 }
 

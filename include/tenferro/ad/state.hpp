@@ -9,11 +9,14 @@
 
 #include <tenferro/tensor/tensor.hpp>
 
+#include <boost/container/small_vector.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -49,6 +52,9 @@ namespace detail::ad {
 
 struct tensor_state;
 using state_ptr = std::shared_ptr<tensor_state>;
+// A node's inputs: stored inline for up to two (every elementwise op), so recording an op does not
+// allocate a list.
+using input_states = boost::container::small_vector<state_ptr, 2>;
 
 // The gradient slot of a leaf: what backward() accumulated, and, after a backward with
 // create_graph, the same gradient as a differentiable tensor.
@@ -64,7 +70,10 @@ struct grad_slot {
 // again).
 class node {
  public:
-  explicit node(std::vector<state_ptr> inputs) : inputs_(std::move(inputs)), sequence_(next_sequence()) {
+  // `in`: the handles (EagerTensors) of the op's inputs; the node keeps their states.
+  template <std::ranges::input_range Handles>
+  explicit node(const Handles& in) : sequence_(next_sequence()) {
+    for (const auto& x : in) inputs_.push_back(x.state());
     live().fetch_add(1, std::memory_order_relaxed);
   }
   node(const node&) = delete;
@@ -73,7 +82,7 @@ class node {
 
   virtual std::string_view name() const noexcept = 0;
 
-  const std::vector<state_ptr>& inputs() const noexcept { return inputs_; }
+  const input_states& inputs() const noexcept { return inputs_; }
 
   // Creation order: a node's inputs were made by nodes with smaller numbers, so sorting by it is
   // a topological order.
@@ -103,31 +112,46 @@ class node {
     return counter.fetch_add(1, std::memory_order_relaxed);
   }
 
-  std::vector<state_ptr> inputs_;
+  input_states inputs_;
   std::uint64_t sequence_;
 };
 
 struct tensor_state : std::enable_shared_from_this<tensor_state> {
   Tensor value;
   std::shared_ptr<EagerRuntime> runtime;
-  std::shared_ptr<node> grad_fn;    // the op that made it (recorded ops only)
+  node* grad_fn = nullptr;          // the op that made it (recorded ops only; see recorded_state)
   std::shared_ptr<grad_slot> slot;  // leaves that require grad
 
-  bool tracks_grad() const noexcept { return grad_fn || slot; }
+  bool tracks_grad() const noexcept { return grad_fn != nullptr || slot != nullptr; }
+};
+
+// The state of a recorded op's result and the op's node in one allocation: a node lives exactly
+// as long as the value it produced, and only that state refers to it.
+template <class Node>
+struct recorded_state final : tensor_state {
+  template <class Make>
+  explicit recorded_state(Make&& make) : op(std::forward<Make>(make)()) {
+    grad_fn = &op;
+  }
+  Node op;
 };
 
 inline node::~node() {
   live().fetch_sub(1, std::memory_order_relaxed);
-  // Unlink the graph iteratively: a state only this node holds gives up its producer's inputs
-  // before it dies, so destruction never recurses down a long chain.
-  std::vector<state_ptr> pending = std::move(inputs_);
+  // Unlink the graph iteratively: inputs made by ops are taken out, and the inputs of those only
+  // this node held after them, before they die, so destruction never recurses down a long chain.
+  // Leaves and states without inputs are released with inputs_.
+  boost::container::small_vector<state_ptr, 8> pending;
+  auto take_producers = [&](input_states& from) {
+    for (auto& in : from) {
+      if (in && in->grad_fn && !in->grad_fn->inputs_.empty()) pending.push_back(std::move(in));
+    }
+  };
+  take_producers(inputs_);
   while (!pending.empty()) {
     state_ptr s = std::move(pending.back());
     pending.pop_back();
-    if (s.use_count() == 1 && s->grad_fn && s->grad_fn.use_count() == 1) {
-      for (auto& in : s->grad_fn->inputs_) pending.push_back(std::move(in));
-      s->grad_fn->inputs_.clear();
-    }
+    if (s.use_count() == 1) take_producers(s->grad_fn->inputs_);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <tenferro/cpu/common.hpp>
 #include <tenferro/expr.hpp>
 
+#include <algorithm>
 #include <array>
 #include <span>
 #include <string_view>
@@ -98,6 +99,14 @@ std::vector<Tensor> gradient_tensors(Tuple&& grads, std::span<const Tensor> in, 
   return out;
 }
 
+// True when every tensor has the dtype and the shape of the first (no conversion, no broadcast).
+inline bool same_dtype_and_shape(std::span<const Tensor> in) {
+  for (std::size_t k = 1; k < in.size(); ++k) {
+    if (in[k].dtype() != in[0].dtype() || !std::ranges::equal(in[k].extents(), in[0].extents())) return false;
+  }
+  return true;
+}
+
 template <std::size_t N>
 void check_arity(std::span<const Tensor> in, std::string_view op) {
   if (in.size() != N) {
@@ -113,6 +122,18 @@ template <class E>
 Tensor fused_kernels<E>::forward(const E& e, std::span<const Tensor> in, std::string_view op) {
   detail::check_arity<arity>(in, op);
   const DType dtype = promote(op, in);
+  if constexpr (!expr::is_scalar<E>) {
+    if (detail::same_dtype_and_shape(in)) {  // the common case: the result is built in place
+      return visit_real(dtype, [&]<class T>(T) {
+        Tensor out = Tensor::for_overwrite<T>(in[0].extents());
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+          expr::detail::eval_into(out.mutable_array<T>(), e, in[K].array<T>()...);
+        }
+        (std::make_index_sequence<arity>{});
+        return out;
+      });
+    }
+  }
   if constexpr (arity > 1) broadcast_shapes(op, in);
   return visit_real(dtype, [&]<class T>(T) {
     return detail::with_typed<T, arity>(
@@ -140,6 +161,24 @@ std::vector<Tensor> fused_kernels<E>::vjp(const E& e, std::span<const Tensor> in
                                           std::string_view op) {
   detail::check_arity<arity>(in, op);
   const DType dtype = promote(op, in);
+  if constexpr (!expr::is_scalar<E>) {
+    if (detail::same_dtype_and_shape(in) && cotangent.dtype() == dtype &&
+        std::ranges::equal(cotangent.extents(), in[0].extents())) {  // gradients built in place
+      return visit_real(dtype, [&]<class T>(T) {
+        std::vector<Tensor> out;
+        out.reserve(arity);
+        for (std::size_t k = 0; k < arity; ++k) out.push_back(Tensor::for_overwrite<T>(in[0].extents()));
+        std::array<column_major_array<T>*, arity> grads;
+        for (std::size_t k = 0; k < arity; ++k) grads[k] = &out[k].template mutable_array<T>();
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+          expr::detail::vjp_into<T>(std::span<column_major_array<T>* const, arity>(grads), e,
+                                    cotangent.array<T>(), in[K].array<T>()...);
+        }
+        (std::make_index_sequence<arity>{});
+        return out;
+      });
+    }
+  }
   return visit_real(dtype, [&]<class T>(T) {
     return detail::with_typed<T, arity>(in, [&](const auto&... x) {
       if constexpr (expr::is_scalar<E>) {

@@ -104,6 +104,15 @@ class Tensor {
     return from_vec_col_major(std::move(shape), std::vector<T>(data));
   }
 
+  // A tensor of dtype T and shape `extents` (any range of sizes) whose elements are left
+  // uninitialized, for a kernel that writes every one of them. The container is built in place.
+  template <Element T, class Extents>
+  static Tensor for_overwrite(const Extents& extents) {
+    using shape_type = typename column_major_array<T>::shape_type;
+    return Tensor(std::make_shared<detail::tensor_storage>(std::in_place_type<column_major_array<T>>,
+                                                           shape_type(std::begin(extents), std::end(extents))));
+  }
+
   // A tensor of `shape` filled with `value` converted to `dtype` (for Bool: value != 0).
   static Tensor full(const Shape& shape, double value, DType dtype = DType::F64) {
     detail::required_size("Tensor::full", shape);
@@ -121,6 +130,11 @@ class Tensor {
   DType dtype() const noexcept { return static_cast<DType>(storage_->index()); }
   Shape shape() const {
     return std::visit([](const auto& a) { return Shape(a.shape().begin(), a.shape().end()); }, *storage_);
+  }
+  // The shape as a view of the container's own extents (no copy).
+  std::span<const std::size_t> extents() const noexcept {
+    return std::visit([](const auto& a) { return std::span<const std::size_t>(a.shape().data(), a.shape().size()); },
+                      *storage_);
   }
   std::size_t rank() const noexcept {
     return std::visit([](const auto& a) { return a.dimension(); }, *storage_);
@@ -175,6 +189,8 @@ class Tensor {
                       std::string(dtype_name(dtype())));
     }
   }
+
+  explicit Tensor(std::shared_ptr<detail::tensor_storage> storage) : storage_(std::move(storage)) {}
 
   std::shared_ptr<detail::tensor_storage> storage_;
 };

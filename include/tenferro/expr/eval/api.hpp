@@ -12,6 +12,8 @@
 #include <tenferro/expr/eval/inputs.hpp>
 #include <tenferro/expr/eval/program.hpp>
 
+#include <algorithm>
+#include <span>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -174,6 +176,77 @@ auto eval_with(const E& e, const In&... in) {
   } else {
     return std::get<0>(run_program<Policy, T>(b.leaves, b.n, b.shape, as_array<E>{e}));
   }
+}
+
+// An input read in place when evaluating into an array of shape `shape`: a scalar, or a
+// column-major container of T of exactly that shape.
+template <class T, class In, class S>
+bool fits_in_place(const In& input, const S& shape) {
+  if constexpr (ArrayInput<In>) {
+    const auto& c = container_of(input);
+    if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(c)>::value_type, T>) {
+      return std::equal(c.shape().begin(), c.shape().end(), shape.begin(), shape.end()) && column_major_storage(c);
+    } else {
+      return false;
+    }
+  } else {
+    return true;
+  }
+}
+
+template <class T, class In>
+leaf_t<T, In> leaf_in_place(const In& input) {
+  if constexpr (ArrayInput<In>) {
+    return {container_of(input).data()};
+  } else {
+    return {static_cast<T>(input)};
+  }
+}
+
+// Elementwise e evaluated into `out`, which the caller has shaped (the eager kernels build their
+// result Tensor in place this way): inputs of out's shape are read where they are, others
+// broadcast. Throws ShapeMismatch when the inputs' broadcast shape is not out's.
+template <class T, class E, class... In>
+void eval_into(column_major_array<T>& out, const E& e, const In&... in) {
+  static_assert(!is_scalar<E>, "eval_into writes an elementwise expression");
+  if ((fits_in_place<T>(in, out.shape()) && ...)) {
+    const std::tuple<leaf_t<T, In>...> leaves{leaf_in_place<T>(in)...};
+    run_program_into<simd_policy, T>(leaves, out.size(), std::tie(out), as_array<E>{e});
+    return;
+  }
+  binding<T, In...> b("eval_into", sizeof...(In), in...);
+  if (!has_shape(out, b.shape)) {
+    throw Error(ErrorKind::ShapeMismatch, "eval_into",
+                "the inputs broadcast to shape " + format_shape(b.shape) + " but the output has shape " +
+                    format_shape(shape_of(out)));
+  }
+  run_program_into<simd_policy, T>(b.leaves, b.n, std::tie(out), as_array<E>{e});
+}
+
+// The cotangent of every input of an elementwise e, written into `grads` (one array per input,
+// shaped by the caller): the eager kernels' path when the inputs, the cotangent and the gradients
+// all have one shape and the compute type. Throws ShapeMismatch otherwise.
+template <class T, class E, class C, class... In>
+void vjp_into(std::span<column_major_array<T>* const, sizeof...(In)> grads, const E& e, const C& cotangent,
+              const In&... in) {
+  static_assert(!is_scalar<E> && ArrayInput<C> && (ArrayInput<In> && ...), "vjp_into: arrays only");
+  const auto& shape = grads[0]->shape();
+  const bool fits = fits_in_place<T>(cotangent, shape) && (fits_in_place<T>(in, shape) && ...) &&
+                    std::all_of(grads.begin(), grads.end(), [&](const auto* g) { return std::ranges::equal(g->shape(), shape); });
+  if (!fits) {
+    throw Error(ErrorKind::ShapeMismatch, "vjp_into",
+                "the inputs, the cotangent and the gradients must all have shape " + format_shape(shape_of(*grads[0])));
+  }
+  constexpr std::size_t N = sizeof...(In);
+  const std::tuple<leaf_t<T, In>..., leaf_t<T, C>> leaves{leaf_in_place<T>(in)..., leaf_in_place<T>(cotangent)};
+  std::apply(
+      [&](const auto&... outs) {
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+          run_program_into<simd_policy, T>(leaves, grads[0]->size(), std::tie(*grads[K]...), outs...);
+        }
+        (std::make_index_sequence<N>{});
+      },
+      gradient_outputs(e, std::index_sequence_for<In...>{}, arg<N>{}, in...));
 }
 }  // namespace detail
 

@@ -50,11 +50,11 @@ template <class T, class O>
 using output_value_t = std::conditional_t<std::is_same_v<O, as_scalar<typename output_info<O>::expr_type>>, T,
                                           column_major_array<T>>;
 
-// Evaluates every output over the leaves (n elements of broadcast shape `shape`) and returns
-// their values in a tuple: T for as_scalar, a column-major array of `shape` for as_array.
+// Evaluates every output over the leaves (n elements) into `values`: a T for as_scalar, a
+// column-major array of n elements (already shaped by the caller) for as_array.
 template <class Policy, class T, class Leaves, class... Outs>
-std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::size_t n, const Shape& shape,
-                                                   const Outs&... outs) {
+void run_program_into(const Leaves& leaves, std::size_t n, std::tuple<output_value_t<T, Outs>&...> values,
+                      const Outs&... outs) {
   constexpr std::size_t reductions = (reduction_count<typename output_info<Outs>::expr_type> + ... + 0);
   constexpr std::array<std::size_t, sizeof...(Outs)> bases = [] {
     std::array<std::size_t, sizeof...(Outs)> b{};
@@ -65,14 +65,6 @@ std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::si
   constexpr std::size_t passes = std::max({std::size_t(0), output_info<Outs>::pass...});
 
   std::array<T, reductions + 1> results{};
-  auto allocate = [&]<class V>(std::type_identity<V>) {
-    if constexpr (std::is_same_v<V, T>) {
-      return T(0);
-    } else {
-      return V::from_shape(shape);
-    }
-  };
-  std::tuple<output_value_t<T, Outs>...> values{allocate(std::type_identity<output_value_t<T, Outs>>{})...};
 
   const auto outputs = std::forward_as_tuple(outs...);
   [&]<std::size_t... P>(std::index_sequence<P...>) {
@@ -116,6 +108,21 @@ std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::si
     (finish(std::integral_constant<std::size_t, K>{}), ...);
   }
   (std::index_sequence_for<Outs...>{});
+}
+
+// run_program_into new values: T for as_scalar, a column-major array of `shape` for as_array.
+template <class Policy, class T, class Leaves, class... Outs>
+std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::size_t n, const Shape& shape,
+                                                   const Outs&... outs) {
+  auto allocate = [&]<class V>(std::type_identity<V>) {
+    if constexpr (std::is_same_v<V, T>) {
+      return T(0);
+    } else {
+      return V::from_shape(shape);
+    }
+  };
+  std::tuple<output_value_t<T, Outs>...> values{allocate(std::type_identity<output_value_t<T, Outs>>{})...};
+  run_program_into<Policy, T>(leaves, n, std::apply([](auto&... v) { return std::tie(v...); }, values), outs...);
   return values;
 }
 
