@@ -127,6 +127,55 @@ EagerTensor record_derivative(std::string_view op, const D& d, std::span<const E
   }
 }
 
+// f'(x) as an expression of the output y = f(x) (arg<0>), for the unary ops whose derivative would
+// evaluate a costly f again (exp'(x) = exp(x) = y); void for the others. A primitive node of such
+// an op runs its vjp and jvp as one kernel over (y, cotangent or tangent): `y * g` for exp
+// instead of `exp(x) * g`, as fast as a multiplication.
+template <class Op>
+auto output_derivative() {
+  namespace d = expr::detail;
+  using expr::one;
+  using y = expr::arg<0>;
+  if constexpr (std::is_same_v<Op, expr::ops::exp>) {
+    return y{};
+  } else if constexpr (std::is_same_v<Op, expr::ops::expm1>) {
+    return d::make_add(y{}, one{});
+  } else if constexpr (std::is_same_v<Op, expr::ops::tanh>) {
+    return d::make_sub(one{}, expr::square(y{}));
+  } else if constexpr (std::is_same_v<Op, expr::ops::tan>) {
+    return d::make_add(one{}, expr::square(y{}));
+  } else if constexpr (std::is_same_v<Op, expr::ops::sigmoid>) {
+    return d::make_mul(y{}, d::make_sub(one{}, y{}));
+  } else if constexpr (std::is_same_v<Op, expr::ops::sqrt>) {
+    return d::make_div(expr::constant(0.5), y{});
+  } else if constexpr (std::is_same_v<Op, expr::ops::rsqrt>) {  // -x^(-3/2) / 2 = -y^3 / 2
+    return d::make_mul(expr::constant(-0.5), d::make_mul(y{}, expr::square(y{})));
+  } else {
+    return;
+  }
+}
+
+template <class E>
+struct output_rule {
+  static constexpr bool exists = false;
+};
+template <class Op>
+  requires(!std::is_void_v<decltype(output_derivative<Op>())>)
+struct output_rule<expr::unary<Op, expr::arg<0>>> {
+  static constexpr bool exists = true;
+  // The kernel of the vjp and the jvp: f'(y) * arg<1>.
+  static auto kernel() { return expr::detail::make_mul(output_derivative<Op>(), expr::arg<1>{}); }
+
+  // f'(x) * g over the output y, in the dtype of the node's input.
+  static Tensor apply(const CpuBackend& backend, const Tensor& y, const Tensor& g, DType input_dtype,
+                      std::string_view op) {
+    using K = decltype(kernel());
+    const std::array<Tensor, 2> in{y, g};
+    Tensor r = backend.run(y.size(), [&] { return cpu::fused_kernels<K>::forward(kernel(), in, op); });
+    return r.dtype() == input_dtype ? r : cpu::cast(r, input_dtype);
+  }
+};
+
 template <class E, node_kind Kind>
 class fused_node final : public node {
   static constexpr std::size_t N = expr::arity<E>;
@@ -150,6 +199,15 @@ class fused_node final : public node {
       }
       return out;
     } else {
+      if constexpr (Kind == node_kind::primitive && output_rule<E>::exists) {
+        std::vector<std::optional<Tensor>> out(1);
+        if (!needed[0]) return out;
+        if (cotangent.size() == output.size()) {
+          const auto& x = inputs()[0];
+          out[0] = output_rule<E>::apply(x->runtime->backend(), output, cotangent, x->value.dtype(), name_);
+          return out;
+        }
+      }
       return kernel_vjp(cotangent, needed);
     }
   }
@@ -191,6 +249,12 @@ class fused_node final : public node {
       }
       return jvp_traced(EagerTensor::from_tensor_in(output, rt), tp).materialized();
     } else {
+      if constexpr (Kind == node_kind::primitive && output_rule<E>::exists) {
+        if (tangents[0] && tangents[0]->size() == output.size()) {
+          const auto& x = inputs()[0];
+          return output_rule<E>::apply(x->runtime->backend(), output, *tangents[0], output.dtype(), name_);
+        }
+      }
       const auto in = input_values();
       return inputs()[0]->runtime->backend().run(
           largest(in), [&] { return cpu::fused_kernels<E>::jvp(expr_, in, tangents, name_); });
