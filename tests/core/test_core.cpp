@@ -1,5 +1,6 @@
 // core/: DType, Shape helpers, Error; and the xtensor compatibility header.
 #include <tenferro/core/detail/xtensor.hpp>  // first, like every xtensor include
+#include <tenferro/core/detail/block_pool.hpp>
 #include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
 #include <tenferro/core/shape.hpp>
@@ -8,7 +9,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 using namespace tenferro;
 
@@ -93,4 +97,45 @@ TEST_CASE("xtensor compat: eval of an xarray expression keeps its rank and value
   auto col = xt::sum(a, {0}, xt::evaluation_strategy::immediate);
   REQUIRE(col.dimension() == 1);
   CHECK(col(2) == 9.0);
+}
+
+TEST_CASE("block_pool reuses a thread's freed blocks, caps its lists and survives cross-thread frees") {
+  using detail::block_pool;
+  const std::size_t before = block_pool::cached_blocks();
+  std::vector<void*> blocks;
+  for (int k = 0; k < 100; ++k) blocks.push_back(block_pool::allocate(200));
+  const std::set<void*> first(blocks.begin(), blocks.end());
+  REQUIRE(first.size() == 100);
+  for (void* p : blocks) block_pool::deallocate(p, 200);
+  if (TENFERRO_BLOCK_POOL) {
+    CHECK(block_pool::cached_blocks() == before + 100);
+    // The same size class (193 to 256 bytes) is served from the cache, most recent first.
+    for (auto& p : blocks) p = block_pool::allocate(256);
+    CHECK(std::set<void*>(blocks.begin(), blocks.end()) == first);
+    CHECK(block_pool::cached_blocks() == before);
+  } else {  // built with AddressSanitizer: every block goes back to operator delete
+    CHECK(block_pool::cached_blocks() == 0);
+    for (auto& p : blocks) p = block_pool::allocate(256);
+  }
+  for (void* p : blocks) block_pool::deallocate(p, 256);
+
+  // A thread keeps at most `keep` blocks of a class.
+  std::vector<void*> many;
+  for (std::uint32_t k = 0; k < block_pool::keep + 500; ++k) many.push_back(block_pool::allocate(64));
+  for (void* p : many) block_pool::deallocate(p, 64);
+  CHECK(block_pool::cached_blocks() <= before + 100 + block_pool::keep);
+
+  // Blocks allocated here and freed by a thread that then exits (its lists are released).
+  std::vector<void*> moved;
+  for (int k = 0; k < 50; ++k) moved.push_back(block_pool::allocate(300));
+  std::size_t cached_there = 0;
+  std::thread([&] {
+    for (void* p : moved) block_pool::deallocate(p, 300);
+    cached_there = block_pool::cached_blocks();
+  }).join();
+  CHECK(cached_there == (TENFERRO_BLOCK_POOL ? 50u : 0u));
+  // Requests above the largest class bypass the lists.
+  void* big = block_pool::allocate(4096);
+  block_pool::deallocate(big, 4096);
+  CHECK(block_pool::cached_blocks() <= before + 100 + block_pool::keep);
 }

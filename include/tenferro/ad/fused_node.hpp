@@ -362,18 +362,27 @@ EagerTensor record_fused(std::string_view op, const E& e, std::span<const EagerT
                     std::to_string(in.size()) + " were given");
   }
   const auto& rt = common_runtime(op, in);
-  const auto values = [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return std::array<Tensor, expr::arity<E>>{in[K].materialized()...};
-  }
-  (std::make_index_sequence<expr::arity<E>>{});
   const bool record = should_record(in);
   std::vector<Tensor> grads;
-  Tensor value = rt->backend().run(largest_size(in), [&] {
-    if constexpr (expr::is_scalar<E> && Kind != node_kind::derived) {
-      if (record) return cpu::fused_kernels<E>::value_and_grad(e, values, grads, op);
+  auto run = [&](std::span<const Tensor> values) {
+    return rt->backend().run(largest_size(in), [&] {
+      if constexpr (expr::is_scalar<E> && Kind != node_kind::derived) {
+        if (record) return cpu::fused_kernels<E>::value_and_grad(e, values, grads, op);
+      }
+      return cpu::fused_kernels<E>::forward(e, values, op);
+    });
+  };
+  Tensor value = [&] {
+    if constexpr (expr::arity<E> == 1) {
+      return run(std::span(&in[0].state()->value, 1));  // the input's own value, no handle copied
+    } else {
+      const auto values = [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return std::array<Tensor, expr::arity<E>>{in[K].materialized()...};
+      }
+      (std::make_index_sequence<expr::arity<E>>{});
+      return run(values);
     }
-    return cpu::fused_kernels<E>::forward(e, values, op);
-  });
+  }();
   return make_result(std::move(value), rt, record, [&] {
     return fused_node<E, Kind>(in, e, op, std::move(grads));
   });

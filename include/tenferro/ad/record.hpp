@@ -49,9 +49,10 @@ template <class Make>
 EagerTensor make_result(Tensor value, const std::shared_ptr<EagerRuntime>& rt, bool record, Make&& make) {
   state_ptr s;
   if (record) {
-    s = std::make_shared<recorded_state<std::invoke_result_t<Make>>>(std::forward<Make>(make));
+    using State = recorded_state<std::invoke_result_t<Make>>;
+    s = std::allocate_shared<State>(pool_allocator<State>{}, std::forward<Make>(make));
   } else {
-    s = std::make_shared<tensor_state>();
+    s = std::allocate_shared<tensor_state>(pool_allocator<tensor_state>{});
   }
   s->value = std::move(value);
   s->runtime = rt;

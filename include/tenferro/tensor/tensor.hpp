@@ -6,6 +6,7 @@
 // never changes another. clone() makes an independent deep copy explicitly.
 #pragma once
 
+#include <tenferro/core/detail/block_pool.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
@@ -33,6 +34,12 @@ using tensor_storage =
     std::variant<column_major_array<float>, column_major_array<double>, column_major_array<std::int32_t>,
                  column_major_array<std::int64_t>, column_major_array<bool>,
                  column_major_array<std::complex<float>>, column_major_array<std::complex<double>>>;
+
+// A tensor's storage (the container and its reference count in one block of the pool).
+template <class... A>
+std::shared_ptr<tensor_storage> make_storage(A&&... args) {
+  return std::allocate_shared<tensor_storage>(pool_allocator<tensor_storage>{}, std::forward<A>(args)...);
+}
 
 inline std::size_t required_size(std::string_view op, const Shape& shape) {
   auto n = checked_shape_size(shape);
@@ -76,12 +83,12 @@ class Tensor {
  public:
   // An empty f64 tensor of shape [0].
   Tensor()
-      : storage_(std::make_shared<detail::tensor_storage>(column_major_array<double>::from_shape({0}))) {}
+      : storage_(detail::make_storage(column_major_array<double>::from_shape({0}))) {}
 
   // Takes ownership of an xtensor container (moved, not copied).
   template <Element T>
   explicit Tensor(column_major_array<T> array)
-      : storage_(std::make_shared<detail::tensor_storage>(std::move(array))) {}
+      : storage_(detail::make_storage(std::move(array))) {}
 
   // `data` lists the elements in column-major order (the first index varies fastest).
   // Shape {} is a rank-0 scalar holding one value. Throws ShapeMismatch when the product of the
@@ -109,7 +116,7 @@ class Tensor {
   template <Element T, class Extents>
   static Tensor for_overwrite(const Extents& extents) {
     using shape_type = typename column_major_array<T>::shape_type;
-    return Tensor(std::make_shared<detail::tensor_storage>(std::in_place_type<column_major_array<T>>,
+    return Tensor(detail::make_storage(std::in_place_type<column_major_array<T>>,
                                                            shape_type(std::begin(extents), std::end(extents))));
   }
 
@@ -162,7 +169,7 @@ class Tensor {
   template <Element T>
   column_major_array<T>& mutable_array() {
     check_dtype<T>("Tensor::mutable_array");
-    if (storage_.use_count() > 1) storage_ = std::make_shared<detail::tensor_storage>(*storage_);
+    if (storage_.use_count() > 1) storage_ = detail::make_storage(*storage_);
     return std::get<column_major_array<T>>(*storage_);
   }
 
@@ -173,7 +180,7 @@ class Tensor {
   // An independent deep copy.
   Tensor clone() const {
     Tensor out = *this;
-    out.storage_ = std::make_shared<detail::tensor_storage>(*storage_);
+    out.storage_ = detail::make_storage(*storage_);
     return out;
   }
 
