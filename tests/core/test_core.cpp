@@ -1,6 +1,6 @@
 // core/: DType, Shape helpers, Error; and the xtensor compatibility header.
-#include <tenferro/core/detail/xtensor.hpp>  // first, like every xtensor include
 #include <tenferro/core/detail/block_pool.hpp>
+#include <tenferro/core/detail/xtensor.hpp>  // first, like every xtensor include
 #include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
 #include <tenferro/core/shape.hpp>

@@ -200,7 +200,8 @@ TEST_CASE("eval_into and vjp_into write into arrays the caller shaped") {
   CHECK(out(1, 2) == 180.0);
   CHECK(out(0, 1) == 40.0);
   auto wrong = vec::from_shape({3, 2});
-  const std::string text = error_text([&] { detail::eval_into(wrong, x * y, a, b); }, ErrorKind::ShapeMismatch);
+  const std::string text =
+      error_text([&] { detail::eval_into(wrong, x * y, a, b); }, ErrorKind::ShapeMismatch);
   CHECK(text.find("[2, 3]") != std::string::npos);
   CHECK(text.find("[3, 2]") != std::string::npos);
 

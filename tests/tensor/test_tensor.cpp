@@ -141,6 +141,27 @@ TEST_CASE("copies share the buffer, writes are copy-on-write, clone is deep") {
   CHECK(c.as_slice<double>()[2] == 3.0);
 }
 
+TEST_CASE("extents view the shape, and for_overwrite makes a tensor of any dtype and shape to fill") {
+  const Tensor a = Tensor::from_vec_col_major<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  const auto e = a.extents();
+  REQUIRE(e.size() == 2);
+  CHECK(e[0] == 2);
+  CHECK(e[1] == 3);
+  CHECK(Tensor::from_vec_col_major<float>({}, {1.0f}).extents().empty());
+
+  Tensor w = Tensor::for_overwrite<float>(e);
+  CHECK(w.dtype() == DType::F32);
+  CHECK(w.shape() == Shape{2, 3});
+  CHECK(w.size() == 6);
+  auto& arr = w.mutable_array<float>();
+  for (std::size_t k = 0; k < arr.size(); ++k) arr.data()[k] = static_cast<float>(k);
+  CHECK(w.typed<float>()(1, 2) == 5.0f);
+  const Tensor v = Tensor::for_overwrite<std::int64_t>(std::vector<std::size_t>{4});
+  CHECK(v.dtype() == DType::I64);
+  CHECK(v.shape() == Shape{4});
+  CHECK(Tensor::for_overwrite<double>(std::vector<std::size_t>{}).rank() == 0);
+}
+
 TEST_CASE("the typed view is the storage itself, no copy") {
   const Tensor t = Tensor::from_vec_col_major<float>({2, 2}, {1, 2, 3, 4});
   CHECK(t.array<float>().data() == t.as_slice<float>().data());

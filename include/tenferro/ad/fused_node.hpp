@@ -160,8 +160,8 @@ struct output_rule {
   static constexpr bool exists = false;
 };
 template <class Op>
-  requires(!std::is_void_v<decltype(output_derivative<Op>())>)
-struct output_rule<expr::unary<Op, expr::arg<0>>> {
+requires(
+    !std::is_void_v<decltype(output_derivative<Op>())>) struct output_rule<expr::unary<Op, expr::arg<0>>> {
   static constexpr bool exists = true;
   // The kernel of the vjp and the jvp: f'(y) * arg<1>.
   static auto kernel() { return expr::detail::make_mul(output_derivative<Op>(), expr::arg<1>{}); }
@@ -383,9 +383,8 @@ EagerTensor record_fused(std::string_view op, const E& e, std::span<const EagerT
       return run(values);
     }
   }();
-  return make_result(std::move(value), rt, record, [&] {
-    return fused_node<E, Kind>(in, e, op, std::move(grads));
-  });
+  return make_result(std::move(value), rt, record,
+                     [&] { return fused_node<E, Kind>(in, e, op, std::move(grads)); });
 }
 
 }  // namespace tenferro::detail::ad

@@ -60,8 +60,6 @@ EagerTensor make_result(Tensor value, const std::shared_ptr<EagerRuntime>& rt, b
 }
 
 // The handles of a node's inputs.
-inline std::vector<EagerTensor> handles(const input_states& states) {
-  return {states.begin(), states.end()};
-}
+inline std::vector<EagerTensor> handles(const input_states& states) { return {states.begin(), states.end()}; }
 
 }  // namespace tenferro::detail::ad

@@ -209,9 +209,8 @@ class rule_node final : public node {
 template <class Rule>
 EagerTensor record_rule(std::string_view op, std::span<const EagerTensor> in, Tensor value, Rule rule) {
   const auto& rt = in[0].context();
-  return make_result(std::move(value), rt, should_record(in), [&] {
-    return rule_node<Rule>(in, op, std::move(rule));
-  });
+  return make_result(std::move(value), rt, should_record(in),
+                     [&] { return rule_node<Rule>(in, op, std::move(rule)); });
 }
 
 }  // namespace tenferro::detail::ad

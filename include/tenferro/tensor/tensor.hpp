@@ -82,13 +82,11 @@ decltype(auto) visit_dtype(DType dtype, F&& f) {
 class Tensor {
  public:
   // An empty f64 tensor of shape [0].
-  Tensor()
-      : storage_(detail::make_storage(column_major_array<double>::from_shape({0}))) {}
+  Tensor() : storage_(detail::make_storage(column_major_array<double>::from_shape({0}))) {}
 
   // Takes ownership of an xtensor container (moved, not copied).
   template <Element T>
-  explicit Tensor(column_major_array<T> array)
-      : storage_(detail::make_storage(std::move(array))) {}
+  explicit Tensor(column_major_array<T> array) : storage_(detail::make_storage(std::move(array))) {}
 
   // `data` lists the elements in column-major order (the first index varies fastest).
   // Shape {} is a rank-0 scalar holding one value. Throws ShapeMismatch when the product of the
@@ -117,7 +115,7 @@ class Tensor {
   static Tensor for_overwrite(const Extents& extents) {
     using shape_type = typename column_major_array<T>::shape_type;
     return Tensor(detail::make_storage(std::in_place_type<column_major_array<T>>,
-                                                           shape_type(std::begin(extents), std::end(extents))));
+                                       shape_type(std::begin(extents), std::end(extents))));
   }
 
   // A tensor of `shape` filled with `value` converted to `dtype` (for Bool: value != 0).
@@ -140,8 +138,9 @@ class Tensor {
   }
   // The shape as a view of the container's own extents (no copy).
   std::span<const std::size_t> extents() const noexcept {
-    return std::visit([](const auto& a) { return std::span<const std::size_t>(a.shape().data(), a.shape().size()); },
-                      *storage_);
+    return std::visit(
+        [](const auto& a) { return std::span<const std::size_t>(a.shape().data(), a.shape().size()); },
+        *storage_);
   }
   std::size_t rank() const noexcept {
     return std::visit([](const auto& a) { return a.dimension(); }, *storage_);

@@ -123,7 +123,8 @@ struct pool_allocator {
   template <class U>
   pool_allocator(const pool_allocator<U>&) noexcept {}
   T* allocate(std::size_t n) {
-    static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "block_pool blocks have operator new's alignment");
+    static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+                  "block_pool blocks have operator new's alignment");
     return static_cast<T*>(block_pool::allocate(n * sizeof(T)));
   }
   void deallocate(T* p, std::size_t n) noexcept { block_pool::deallocate(p, n * sizeof(T)); }

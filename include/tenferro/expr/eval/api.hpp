@@ -185,7 +185,8 @@ bool fits_in_place(const In& input, const S& shape) {
   if constexpr (ArrayInput<In>) {
     const auto& c = container_of(input);
     if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(c)>::value_type, T>) {
-      return std::equal(c.shape().begin(), c.shape().end(), shape.begin(), shape.end()) && column_major_storage(c);
+      return std::equal(c.shape().begin(), c.shape().end(), shape.begin(), shape.end()) &&
+             column_major_storage(c);
     } else {
       return false;
     }
@@ -232,13 +233,16 @@ void vjp_into(std::span<column_major_array<T>* const, sizeof...(In)> grads, cons
   static_assert(!is_scalar<E> && ArrayInput<C> && (ArrayInput<In> && ...), "vjp_into: arrays only");
   const auto& shape = grads[0]->shape();
   const bool fits = fits_in_place<T>(cotangent, shape) && (fits_in_place<T>(in, shape) && ...) &&
-                    std::all_of(grads.begin(), grads.end(), [&](const auto* g) { return std::ranges::equal(g->shape(), shape); });
+                    std::all_of(grads.begin(), grads.end(),
+                                [&](const auto* g) { return std::ranges::equal(g->shape(), shape); });
   if (!fits) {
     throw Error(ErrorKind::ShapeMismatch, "vjp_into",
-                "the inputs, the cotangent and the gradients must all have shape " + format_shape(shape_of(*grads[0])));
+                "the inputs, the cotangent and the gradients must all have shape " +
+                    format_shape(shape_of(*grads[0])));
   }
   constexpr std::size_t N = sizeof...(In);
-  const std::tuple<leaf_t<T, In>..., leaf_t<T, C>> leaves{leaf_in_place<T>(in)..., leaf_in_place<T>(cotangent)};
+  const std::tuple<leaf_t<T, In>..., leaf_t<T, C>> leaves{leaf_in_place<T>(in)...,
+                                                          leaf_in_place<T>(cotangent)};
   std::apply(
       [&](const auto&... outs) {
         [&]<std::size_t... K>(std::index_sequence<K...>) {

@@ -44,10 +44,11 @@ inline constexpr std::size_t tree_cost<binary<Op, L, R>> = Op::cost + tree_cost<
 
 // Summed costs of one element of a pass: its reduction bodies and its stored outputs.
 template <class Reds, class Stores>
-inline constexpr std::size_t pass_cost = []<class... R, class... S>(std::type_identity<std::tuple<R...>>,
-                                                                   std::type_identity<std::tuple<S...>>) {
-  return ((tree_cost<typename R::body_type> + 1) + ... + 0) + ((tree_cost<typename S::expr_type> + 1) + ... + 0);
-}(std::type_identity<Reds>{}, std::type_identity<Stores>{});
+inline constexpr std::size_t pass_cost =
+    []<class... R, class... S>(std::type_identity<std::tuple<R...>>, std::type_identity<std::tuple<S...>>) {
+      return ((tree_cost<typename R::body_type> + 1) + ... + 0) +
+             ((tree_cost<typename S::expr_type> + 1) + ... + 0);
+    }(std::type_identity<Reds>{}, std::type_identity<Stores>{});
 
 // Up to this cost per element a reduction is bound by the latency of its combining adds (sum(x),
 // sum(square(x)), dot): the loop then alternates two accumulators. A costlier body hides that
@@ -102,7 +103,8 @@ auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
 // once. It is instantiated once per pass: the last partial batch goes through it too (padded,
 // see run_hoisted_pass), and a shared subtree whose occurrences differ in their constants is
 // switched off by `ok` at run time rather than by a second copy of the loop.
-template <class T, class Shared, class Reps, class Reds, class Stores, class Leaves, class Acc, std::size_t NR>
+template <class T, class Shared, class Reps, class Reds, class Stores, class Leaves, class Acc,
+          std::size_t NR>
 TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const std::array<bool, NR>& active,
                                  const bool* ok, const Reps& reps, const Leaves& leaves, const T* results,
                                  T count_n, std::size_t at, std::size_t count, Acc& acc) {
@@ -110,7 +112,8 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
   constexpr std::size_t W = B::size;
   auto step = [&](std::size_t i, Acc& into) {
     const auto registers = std::apply(
-        [&](const auto&... leaf) { return std::tuple{register_leaf<B>{leaf.template load<B>(i)}...}; }, leaves);
+        [&](const auto&... leaf) { return std::tuple{register_leaf<B>{leaf.template load<B>(i)}...}; },
+        leaves);
     constexpr std::size_t M = std::tuple_size_v<Reps>;
     std::array<B, M> shared;
     const element_context<T, std::remove_const_t<decltype(registers)>, Shared, B> ctx{
@@ -125,7 +128,8 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const s
           if (ok[Kc]) shared[Kc] = eval_node<Rep::base, B>(*std::get<Kc>(reps).node, ctx);
         } else if constexpr (std::is_same_v<typename S::op_type, ops::sin>) {
           if (ok[Kc] || ok[partner]) {
-            const auto [s, c] = xsimd::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
+            const auto [s, c] =
+                xsimd::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
             shared[Kc] = s;
             shared[partner] = c;
           }
@@ -308,7 +312,8 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
         ((tail_acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
       }
       (std::make_index_sequence<NR>{});
-      fused_loop<T, Shared>(reds, tail_stores, active, ok.data(), reps, tail, results, count_n, 0, W, tail_acc);
+      fused_loop<T, Shared>(reds, tail_stores, active, ok.data(), reps, tail, results, count_n, 0, W,
+                            tail_acc);
       [&]<std::size_t... J>(std::index_sequence<J...>) {
         ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(
               acc[J], xsimd::select(lane_indices<B>() < B(static_cast<T>(count)), tail_acc[J],
@@ -317,7 +322,8 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       }
       (std::make_index_sequence<NR>{});
       [&]<std::size_t... S>(std::index_sequence<S...>) {
-        (std::copy(out_buffers[S].begin(), out_buffers[S].begin() + count, std::get<S>(stores).out + body_end),
+        (std::copy(out_buffers[S].begin(), out_buffers[S].begin() + count,
+                   std::get<S>(stores).out + body_end),
          ...);
       }
       (std::make_index_sequence<NS>{});

@@ -122,7 +122,8 @@ std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::si
     }
   };
   std::tuple<output_value_t<T, Outs>...> values{allocate(std::type_identity<output_value_t<T, Outs>>{})...};
-  run_program_into<Policy, T>(leaves, n, std::apply([](auto&... v) { return std::tie(v...); }, values), outs...);
+  run_program_into<Policy, T>(leaves, n, std::apply([](auto&... v) { return std::tie(v...); }, values),
+                              outs...);
   return values;
 }
 
