@@ -160,6 +160,10 @@ TEST_CASE("extents view the shape, and for_overwrite makes a tensor of any dtype
   CHECK(v.dtype() == DType::I64);
   CHECK(v.shape() == Shape{4});
   CHECK(Tensor::for_overwrite<double>(std::vector<std::size_t>{}).rank() == 0);
+  const std::size_t huge = std::size_t(1) << 40;
+  CHECK(kind_of_error([&] {
+          (void)Tensor::for_overwrite<double>(std::vector<std::size_t>{huge, huge});
+        }) == ErrorKind::InvalidArgument);
 }
 
 TEST_CASE("the typed view is the storage itself, no copy") {

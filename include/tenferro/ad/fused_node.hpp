@@ -182,7 +182,7 @@ class fused_node final : public node {
 
  public:
   fused_node(std::span<const EagerTensor> inputs, E e, std::string_view name, std::vector<Tensor> grads)
-      : node(std::move(inputs)), expr_(std::move(e)), name_(name), grads_(std::move(grads)) {}
+      : node(inputs), expr_(std::move(e)), name_(name), grads_(std::move(grads)) {}
 
   std::string_view name() const noexcept override { return name_; }
 

@@ -170,7 +170,7 @@ template <class Rule>
 class rule_node final : public node {
  public:
   rule_node(std::span<const EagerTensor> inputs, std::string_view name, Rule rule)
-      : node(std::move(inputs)), name_(name), rule_(std::move(rule)) {}
+      : node(inputs), name_(name), rule_(std::move(rule)) {}
 
   std::string_view name() const noexcept override { return name_; }
 

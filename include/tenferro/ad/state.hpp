@@ -117,6 +117,10 @@ class node {
 };
 
 struct tensor_state : std::enable_shared_from_this<tensor_state> {
+  tensor_state() = default;
+  tensor_state(const tensor_state&) = delete;  // grad_fn may point into this very object
+  tensor_state& operator=(const tensor_state&) = delete;
+
   Tensor value;
   std::shared_ptr<EagerRuntime> runtime;
   node* grad_fn = nullptr;          // the op that made it (recorded ops only; see recorded_state)

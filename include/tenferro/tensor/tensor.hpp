@@ -111,11 +111,17 @@ class Tensor {
 
   // A tensor of dtype T and shape `extents` (any range of sizes) whose elements are left
   // uninitialized, for a kernel that writes every one of them. The container is built in place.
+  // Throws InvalidArgument when the shape has more elements than size_t holds.
   template <Element T, class Extents>
   static Tensor for_overwrite(const Extents& extents) {
     using shape_type = typename column_major_array<T>::shape_type;
-    return Tensor(detail::make_storage(std::in_place_type<column_major_array<T>>,
-                                       shape_type(std::begin(extents), std::end(extents))));
+    shape_type shape(std::begin(extents), std::end(extents));
+    const std::span<const std::size_t> view(shape.data(), shape.size());
+    if (!checked_shape_size(view)) {
+      throw Error(ErrorKind::InvalidArgument, "Tensor::for_overwrite",
+                  "argument 'extents' " + format_shape(view) + " has more elements than size_t holds");
+    }
+    return Tensor(detail::make_storage(std::in_place_type<column_major_array<T>>, std::move(shape)));
   }
 
   // A tensor of `shape` filled with `value` converted to `dtype` (for Bool: value != 0).
@@ -136,7 +142,8 @@ class Tensor {
   Shape shape() const {
     return std::visit([](const auto& a) { return Shape(a.shape().begin(), a.shape().end()); }, *storage_);
   }
-  // The shape as a view of the container's own extents (no copy).
+  // The shape as a view of the container's own extents (no copy); valid while this Tensor lives
+  // and is not written to (a write may detach the buffer).
   std::span<const std::size_t> extents() const noexcept {
     return std::visit(
         [](const auto& a) { return std::span<const std::size_t>(a.shape().data(), a.shape().size()); },
