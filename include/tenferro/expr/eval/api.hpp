@@ -75,6 +75,32 @@ Shape broadcast_shape(std::string_view op, std::size_t count, const In&... in) {
   return shape;
 }
 
+// An input the fused loop reads where it is, for an evaluation of shape `shape`: a scalar, or a
+// column-major container of T of exactly that shape (anything else is copied first).
+template <class T, class In, class S>
+bool fits_in_place(const In& input, const S& shape) {
+  if constexpr (ArrayInput<In>) {
+    const auto& c = container_of(input);
+    if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(c)>::value_type, T>) {
+      return std::equal(c.shape().begin(), c.shape().end(), shape.begin(), shape.end()) &&
+             column_major_storage(c);
+    } else {
+      return false;
+    }
+  } else {
+    return true;
+  }
+}
+
+template <class T, class In>
+leaf_t<T, In> leaf_in_place(const In& input) {
+  if constexpr (ArrayInput<In>) {
+    return {container_of(input).data()};
+  } else {
+    return {static_cast<T>(input)};
+  }
+}
+
 // Inputs bound to leaves of compute type T, with the broadcast shape and any converted copies.
 template <class T, class... In>
 struct binding {
@@ -112,9 +138,8 @@ struct binding {
   leaf_t<T, I> bind(const I& input) {
     if constexpr (ArrayInput<I>) {
       const auto& c = container_of(input);
-      using C = std::remove_cvref_t<decltype(c)>;
-      if constexpr (std::is_same_v<typename C::value_type, T>) {
-        if (has_shape(c, shape) && column_major_storage(c)) return {c.data()};
+      if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(c)>::value_type, T>) {
+        if (fits_in_place<T>(input, shape)) return {c.data()};
       }
       if (copies.empty()) copies.reserve(sizeof...(In));  // the leaves point into it: never reallocate
       copies.push_back(materialize<T>(c, shape));
@@ -175,32 +200,6 @@ auto eval_with(const E& e, const In&... in) {
     return std::get<0>(run_program<Policy, T>(b.leaves, b.n, b.shape, as_scalar<E>{e}));
   } else {
     return std::get<0>(run_program<Policy, T>(b.leaves, b.n, b.shape, as_array<E>{e}));
-  }
-}
-
-// An input read in place when evaluating into an array of shape `shape`: a scalar, or a
-// column-major container of T of exactly that shape.
-template <class T, class In, class S>
-bool fits_in_place(const In& input, const S& shape) {
-  if constexpr (ArrayInput<In>) {
-    const auto& c = container_of(input);
-    if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(c)>::value_type, T>) {
-      return std::equal(c.shape().begin(), c.shape().end(), shape.begin(), shape.end()) &&
-             column_major_storage(c);
-    } else {
-      return false;
-    }
-  } else {
-    return true;
-  }
-}
-
-template <class T, class In>
-leaf_t<T, In> leaf_in_place(const In& input) {
-  if constexpr (ArrayInput<In>) {
-    return {container_of(input).data()};
-  } else {
-    return {static_cast<T>(input)};
   }
 }
 
