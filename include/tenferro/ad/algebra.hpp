@@ -62,7 +62,7 @@ struct traced_algebra {
   std::shared_ptr<EagerRuntime> runtime;
 
   EagerTensor constant(Tensor t) const { return EagerTensor::from_tensor_in(std::move(t), runtime); }
-  static const Tensor& tensor(const EagerTensor& v) { return v.state()->value; }
+  static const Tensor& tensor(const EagerTensor& v) { return v.state()->value(); }
 
   EagerTensor mul(const EagerTensor& a, const EagerTensor& b) const { return a.mul(b); }
   EagerTensor add(const EagerTensor& a, const EagerTensor& b) const { return a.add(b); }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <tenferro/ad/algebra.hpp>
+#include <tenferro/ad/deferred.hpp>
 #include <tenferro/ad/record.hpp>
 #include <tenferro/cpu/fused.hpp>
 
@@ -174,6 +175,12 @@ requires(
     Tensor r = backend.run(y.size(), [&] { return cpu::fused_kernels<K>::forward(kernel(), in, op); });
     return r.dtype() == input_dtype ? r : cpu::cast(r, input_dtype);
   }
+  // The same with the runtime's ops (differentiable again; deferred on large tensors).
+  static EagerTensor traced(const EagerTensor& y, const EagerTensor& g, DType input_dtype) {
+    const std::array<EagerTensor, 2> in{y, g};
+    EagerTensor r = interpret(kernel(), in);
+    return r.dtype() == input_dtype ? r : r.to(input_dtype);
+  }
 };
 
 template <class E, node_kind Kind>
@@ -185,6 +192,21 @@ class fused_node final : public node {
       : node(inputs), expr_(std::move(e)), name_(name), grads_(std::move(grads)) {}
 
   std::string_view name() const noexcept override { return name_; }
+
+  // A primitive node's vjp on large tensors is recorded op by op (deferred, so the whole backward
+  // sweep fuses) rather than run as one kernel.
+  bool defers_vjp(const tensor_state& output, const EagerTensor& cotangent) const override {
+    if constexpr (Kind == node_kind::primitive && is_primitive_expr<E>) {
+      if (cotangent.size() < CpuBackend::fusion_elements) return false;
+      const auto in = [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return std::array<EagerTensor, N + 1>{EagerTensor(inputs()[K])..., cotangent};
+      }
+      (std::make_index_sequence<N>{});
+      return can_defer(in) && output.dtype() == cotangent.dtype();
+    } else {
+      return false;
+    }
+  }
 
   std::vector<std::optional<Tensor>> vjp(const Tensor& output, const Tensor& cotangent,
                                          const std::vector<bool>& needed) const override {
@@ -204,7 +226,7 @@ class fused_node final : public node {
         if (!needed[0]) return out;
         if (cotangent.size() == output.size()) {
           const auto& x = inputs()[0];
-          out[0] = output_rule<E>::apply(x->runtime->backend(), output, cotangent, x->value.dtype(), name_);
+          out[0] = output_rule<E>::apply(x->runtime->backend(), output, cotangent, x->dtype(), name_);
           return out;
         }
       }
@@ -212,8 +234,15 @@ class fused_node final : public node {
     }
   }
 
-  std::vector<std::optional<EagerTensor>> vjp_traced(const EagerTensor&, const EagerTensor& cotangent,
+  std::vector<std::optional<EagerTensor>> vjp_traced(const EagerTensor& output, const EagerTensor& cotangent,
                                                      const std::vector<bool>& needed) const override {
+    if constexpr (Kind == node_kind::primitive && output_rule<E>::exists) {
+      if (cotangent.shape() == output.shape()) {  // f'(y) * g over the output
+        std::vector<std::optional<EagerTensor>> out(1);
+        if (needed[0]) out[0] = output_rule<E>::traced(output, cotangent, inputs()[0]->dtype());
+        return out;
+      }
+    }
     std::vector<EagerTensor> in = handles(inputs());
     in.push_back(cotangent);
     std::vector<std::optional<EagerTensor>> out(N);
@@ -263,6 +292,11 @@ class fused_node final : public node {
 
   EagerTensor jvp_traced(const EagerTensor& output,
                          std::span<const EagerTensor* const> tangents) const override {
+    if constexpr (Kind == node_kind::primitive && output_rule<E>::exists) {
+      if (tangents[0] && tangents[0]->shape() == output.shape()) {
+        return output_rule<E>::traced(output, *tangents[0], output.dtype());
+      }
+    }
     std::vector<EagerTensor> in = handles(inputs());
     for (std::size_t k = 0; k < N; ++k) {
       in.push_back(tangents[k] ? *tangents[k]
@@ -338,7 +372,7 @@ class fused_node final : public node {
 
   std::array<Tensor, N> input_values() const {
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return std::array<Tensor, N>{inputs()[K]->value...};
+      return std::array<Tensor, N>{inputs()[K]->value()...};
     }
     (std::make_index_sequence<N>{});
   }
@@ -363,6 +397,9 @@ EagerTensor record_fused(std::string_view op, const E& e, std::span<const EagerT
   }
   const auto& rt = common_runtime(op, in);
   const bool record = should_record(in);
+  if constexpr (Kind == node_kind::primitive && is_primitive_expr<E>) {
+    if (can_defer(in)) return defer(e, in, rt, record, [&] { return fused_node<E, Kind>(in, e, op, {}); });
+  }
   std::vector<Tensor> grads;
   auto run = [&](std::span<const Tensor> values) {
     return rt->backend().run(largest_size(in), [&] {
@@ -374,7 +411,7 @@ EagerTensor record_fused(std::string_view op, const E& e, std::span<const EagerT
   };
   Tensor value = [&] {
     if constexpr (expr::arity<E> == 1) {
-      return run(std::span(&in[0].state()->value, 1));  // the input's own value, no handle copied
+      return run(std::span(&in[0].state()->value(), 1));  // the input's own value, no handle copied
     } else {
       const auto values = [&]<std::size_t... K>(std::index_sequence<K...>) {
         return std::array<Tensor, expr::arity<E>>{in[K].materialized()...};

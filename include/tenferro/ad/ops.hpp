@@ -51,8 +51,20 @@ namespace detail::ad {
 TENFERRO_INLINE EagerTensor reduce_op(const EagerTensor& x, cpu::Reduce kind, const std::optional<Axes>& axes,
                                       std::string_view name) {
   auto mask = cpu::reduce_mask(name, x.shape(), axes);
-  Tensor value =
-      x.context()->backend().run(x.size(), [&] { return cpu::reduce(kind, x.materialized(), mask, name); });
+  // The sum of every element of a deferred value is summed as the value is computed (deferred.hpp).
+  std::optional<Tensor> fused;
+  if ((kind == cpu::Reduce::sum || kind == cpu::Reduce::mean) && x.state()->deferred() &&
+      std::ranges::all_of(mask, [](bool b) { return b; })) {
+    fused = sum_deferred(*x.state());
+    if (fused && kind == cpu::Reduce::mean) {
+      fused = cpu::visit_real(fused->dtype(), [&]<class T>(T) {
+        return cpu::scalar_tensor<T>(fused->as_slice<T>()[0] / static_cast<T>(x.size()));
+      });
+    }
+  }
+  Tensor value = fused ? std::move(*fused) : x.context()->backend().run(x.size(), [&] {
+    return cpu::reduce(kind, x.materialized(), mask, name);
+  });
   return record_rule(name, std::span(&x, 1), std::move(value), reduce_rule{kind, std::move(mask), x.shape()});
 }
 
@@ -162,6 +174,18 @@ TENFERRO_INLINE EagerTensor EagerTensor::transpose(const Axes& perm) const {
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::broadcast_to(const Shape& shape) const {
+  if (detail::ad::can_defer_broadcast(*this, shape)) {  // one number spread over a large shape: deferred
+    cpu::check_broadcast_to(this->shape(), shape, "broadcast_to");
+    const double c =
+        cpu::visit_real(dtype(), [&]<class T>(T) { return double(materialized().as_slice<T>()[0]); });
+    const auto run =
+        dtype() == DType::F32 ? &detail::ad::fill_kernel<float> : &detail::ad::fill_kernel<double>;
+    return detail::ad::defer_op(
+        run, c, {}, dtype(), shape, context(), detail::ad::should_record(std::span(this, 1)), [&] {
+          return detail::ad::rule_node<detail::ad::broadcast_rule>(
+              std::span(this, 1), "broadcast_to", detail::ad::broadcast_rule{this->shape(), shape, false});
+        });
+  }
   Tensor value = cpu::broadcast_to(materialized(), shape, "broadcast_to");
   return detail::ad::record_rule("broadcast_to", std::span(this, 1), std::move(value),
                                  detail::ad::broadcast_rule{this->shape(), shape, false});
@@ -184,7 +208,7 @@ TENFERRO_INLINE EagerTensor EagerTensor::to(DType dtype) const {
                 "converting a tensor of shape " + format_shape(shape()) + " to " +
                     std::string(dtype_name(dtype)) + ": only f32 and f64 are supported");
   }
-  cpu::promote("to", std::span(&state_->value, 1));
+  cpu::promote("to", std::span(&state_->value(), 1));
   return detail::ad::record_rule("to", std::span(this, 1), cpu::cast(materialized(), dtype),
                                  detail::ad::cast_rule{this->dtype(), dtype});
 }

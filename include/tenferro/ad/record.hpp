@@ -54,7 +54,7 @@ EagerTensor make_result(Tensor value, const std::shared_ptr<EagerRuntime>& rt, b
   } else {
     s = std::allocate_shared<tensor_state>(pool_allocator<tensor_state>{});
   }
-  s->value = std::move(value);
+  s->value_ = std::move(value);
   s->runtime = rt;
   return EagerTensor(std::move(s));
 }

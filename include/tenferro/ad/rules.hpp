@@ -79,6 +79,16 @@ struct reduce_rule {
     }
   }
 
+  // The cotangent of a sum or mean over every element of a large input is one number spread
+  // over the input: deferred (broadcast_to of one element), so backward() fuses it.
+  bool defers_vjp(const CpuBackend& backend, const EagerTensor& cotangent) const {
+    return (kind == cpu::Reduce::sum || kind == cpu::Reduce::mean) && cotangent.size() == 1 &&
+           backend.fuses() && count() >= static_cast<double>(CpuBackend::fusion_elements) &&
+           is_floating(cotangent.dtype());
+  }
+  // Whether the rules read the input's value (else only its shape and dtype).
+  bool reads_input() const { return kind != cpu::Reduce::sum && kind != cpu::Reduce::mean; }
+
   double count() const {
     std::size_t n = 1;
     for (std::size_t d = 0; d < in_shape.size(); ++d) {
@@ -90,6 +100,7 @@ struct reduce_rule {
 
 struct reshape_rule {
   Shape in_shape, out_shape;
+  bool reads_input() const { return false; }
   template <class A>
   cotangents<value_of<A>> vjp(const A& a, std::span<const value_of<A>>, const value_of<A>&,
                               const value_of<A>& cot, const std::vector<bool>&) const {
@@ -104,6 +115,7 @@ struct reshape_rule {
 
 struct transpose_rule {
   Axes perm;
+  bool reads_input() const { return false; }
   template <class A>
   cotangents<value_of<A>> vjp(const A& a, std::span<const value_of<A>>, const value_of<A>&,
                               const value_of<A>& cot, const std::vector<bool>&) const {
@@ -120,6 +132,7 @@ struct transpose_rule {
 struct broadcast_rule {
   Shape in_shape, out_shape;
   bool sum_to = false;
+  bool reads_input() const { return false; }
   template <class A>
   cotangents<value_of<A>> vjp(const A& a, std::span<const value_of<A>>, const value_of<A>&,
                               const value_of<A>& cot, const std::vector<bool>&) const {
@@ -134,6 +147,7 @@ struct broadcast_rule {
 
 struct cast_rule {
   DType from, to;
+  bool reads_input() const { return false; }
   template <class A>
   cotangents<value_of<A>> vjp(const A& a, std::span<const value_of<A>>, const value_of<A>&,
                               const value_of<A>& cot, const std::vector<bool>&) const {
@@ -174,11 +188,18 @@ class rule_node final : public node {
 
   std::string_view name() const noexcept override { return name_; }
 
+  bool defers_vjp(const tensor_state&, const EagerTensor& cotangent) const override {
+    if constexpr (requires { rule_.defers_vjp(inputs()[0]->runtime->backend(), cotangent); }) {
+      return rule_.defers_vjp(inputs()[0]->runtime->backend(), cotangent);
+    } else {
+      return false;
+    }
+  }
+
   std::vector<std::optional<Tensor>> vjp(const Tensor& output, const Tensor& cotangent,
                                          const std::vector<bool>& needed) const override {
     const kernel_algebra a{inputs()[0]->runtime->backend()};
-    std::vector<Tensor> in;
-    for (const auto& s : inputs()) in.push_back(s->value);
+    const std::vector<Tensor> in = input_values();
     return rule_.vjp(a, std::span<const Tensor>(in), output, cotangent, needed);
   }
   std::vector<std::optional<EagerTensor>> vjp_traced(const EagerTensor& output, const EagerTensor& cotangent,
@@ -189,8 +210,7 @@ class rule_node final : public node {
   }
   Tensor jvp(const Tensor& output, std::span<const Tensor* const> tangents) const override {
     const kernel_algebra a{inputs()[0]->runtime->backend()};
-    std::vector<Tensor> in;
-    for (const auto& s : inputs()) in.push_back(s->value);
+    const std::vector<Tensor> in = input_values();
     return rule_.jvp(a, std::span<const Tensor>(in), output, tangents);
   }
   EagerTensor jvp_traced(const EagerTensor& output,
@@ -201,6 +221,16 @@ class rule_node final : public node {
   }
 
  private:
+  // The inputs' values; placeholders when the rule does not read them (a deferred input is then
+  // not computed).
+  std::vector<Tensor> input_values() const {
+    bool reads = true;
+    if constexpr (requires { rule_.reads_input(); }) reads = rule_.reads_input();
+    std::vector<Tensor> in;
+    for (const auto& s : inputs()) in.push_back(reads ? s->value() : Tensor());
+    return in;
+  }
+
   std::string_view name_;
   Rule rule_;
 };

@@ -103,6 +103,9 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
               << ", live gradient slots=" << rt.live_slots().size() << ")";
   }
 
+  // Held while deferred values of this runtime are computed (ad/deferred.hpp).
+  std::mutex& fusion_mutex() const noexcept { return fusion_mutex_; }
+
   // A new gradient slot, registered so clear_grads() reaches it.
   std::shared_ptr<detail::ad::grad_slot> make_slot() {
     auto slot = std::make_shared<detail::ad::grad_slot>();
@@ -129,6 +132,7 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   AdContext ad_;
   ContextId id_;
   mutable std::mutex slots_mutex_;
+  mutable std::mutex fusion_mutex_;
   std::vector<std::weak_ptr<detail::ad::grad_slot>> slots_;
   std::size_t prune_at_ = 64;
 };

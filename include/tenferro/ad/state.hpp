@@ -96,6 +96,14 @@ class node {
                                                              const EagerTensor& cotangent,
                                                              const std::vector<bool>& needed) const = 0;
 
+  // True when backward() should run vjp_traced (recording nothing) rather than vjp: large
+  // elementwise ops, whose traced rules are deferred and fuse across the sweep (ad/deferred.hpp).
+  virtual bool defers_vjp(const tensor_state& output, const EagerTensor& cotangent) const {
+    (void)output;
+    (void)cotangent;
+    return false;
+  }
+
   // The output's tangent; tangents[k] is nullptr for an input that does not move.
   virtual Tensor jvp(const Tensor& output, std::span<const Tensor* const> tangents) const = 0;
   virtual EagerTensor jvp_traced(const EagerTensor& output,
@@ -116,17 +124,61 @@ class node {
   std::uint64_t sequence_;
 };
 
+// How a deferred elementwise value is computed (ad/deferred.hpp): a compile-time-layer kernel over
+// its inputs' elements. The inputs are filled or themselves deferred, all of one dtype and size.
+struct deferred_op {
+  // out[i] = f(in[0][i], ...) for i < n, over elements of the value's dtype; `constant` is the
+  // number of an op such as x * 0.5.
+  using kernel = void (*)(void* out, const void* const* in, std::size_t n, double constant);
+  kernel run;
+  double constant;
+  input_states inputs;
+};
+
+// Computes the deferred values among `states`, in one blockwise pass per dtype and size
+// (ad/deferred.hpp). All belong to one runtime.
+void fill_deferred(std::span<const tensor_state* const> states);
+
 struct tensor_state : std::enable_shared_from_this<tensor_state> {
   tensor_state() = default;
   tensor_state(const tensor_state&) = delete;  // grad_fn may point into this very object
   tensor_state& operator=(const tensor_state&) = delete;
 
-  Tensor value;
+  // The value, computed first when it was deferred (ad/deferred.hpp).
+  const Tensor& value() const {
+    if (cone.load(std::memory_order_acquire) != 0) {
+      const tensor_state* self = this;
+      fill_deferred(std::span(&self, 1));
+    }
+    return value_;
+  }
+  // The value's dtype and shape, without computing a deferred value.
+  DType dtype() const noexcept { return deferred() ? deferred_dtype : value_.dtype(); }
+  std::span<const std::size_t> extents() const noexcept {
+    return deferred() ? std::span<const std::size_t>(deferred_shape) : value_.extents();
+  }
+  std::size_t size() const noexcept {
+    std::size_t n = 1;
+    for (const std::size_t e : extents()) n *= e;
+    return n;
+  }
+
+  bool tracks_grad() const noexcept { return grad_fn != nullptr || slot != nullptr; }
+  bool deferred() const noexcept { return cone.load(std::memory_order_acquire) != 0; }
+
+  Tensor value_;  // a deferred value's is allocated and filled when it is computed
   std::shared_ptr<EagerRuntime> runtime;
   node* grad_fn = nullptr;          // the op that made it (recorded ops only; see recorded_state)
   std::shared_ptr<grad_slot> slot;  // leaves that require grad
 
-  bool tracks_grad() const noexcept { return grad_fn != nullptr || slot != nullptr; }
+  // Deferred values only (ad/deferred.hpp). `cone`: 0 once the value is filled, else a bound on the
+  // number of deferred values computing it needs (itself included). `pending`: how to compute it,
+  // until it is filled; read and reset under the runtime's fusion mutex.
+  // `deferred_dtype` and `deferred_shape`: the value's, set before it is published, never changed.
+  std::atomic<std::uint32_t> cone{0};
+  std::unique_ptr<deferred_op> pending;
+  DType deferred_dtype = DType::F64;
+  Shape deferred_shape;
 };
 
 // The state of a recorded op's result and the op's node in one allocation: a node lives exactly

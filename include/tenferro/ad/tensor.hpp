@@ -46,9 +46,9 @@ class EagerTensor {
   }
 
   // The same value, untracked, in the same runtime / in another runtime.
-  EagerTensor detach() const { return from_tensor_in(state_->value, state_->runtime); }
+  EagerTensor detach() const { return from_tensor_in(state_->value(), state_->runtime); }
   EagerTensor detach_into(std::shared_ptr<EagerRuntime> ctx) const {
-    return from_tensor_in(state_->value, std::move(ctx));
+    return from_tensor_in(state_->value(), std::move(ctx));
   }
 
   bool same_context(const EagerTensor& other) const noexcept {
@@ -56,13 +56,16 @@ class EagerTensor {
   }
   const std::shared_ptr<EagerRuntime>& context() const noexcept { return state_->runtime; }
 
-  DType dtype() const noexcept { return state_->value.dtype(); }
-  Shape shape() const { return state_->value.shape(); }
-  std::size_t rank() const noexcept { return state_->value.rank(); }
-  std::size_t size() const noexcept { return state_->value.size(); }
+  DType dtype() const noexcept { return state_->dtype(); }
+  Shape shape() const {
+    const auto e = state_->extents();
+    return Shape(e.begin(), e.end());
+  }
+  std::size_t rank() const noexcept { return state_->extents().size(); }
+  std::size_t size() const noexcept { return state_->size(); }
 
   // The value as a compact host Tensor (shares the buffer; Tensor is copy-on-write).
-  Tensor materialized() const { return state_->value; }
+  Tensor materialized() const { return state_->value(); }
 
   bool tracks_grad() const noexcept { return state_->tracks_grad(); }
   bool is_leaf() const noexcept { return !state_->grad_fn; }
@@ -147,7 +150,7 @@ class EagerTensor {
   EagerTensor sum_to(const Shape& shape) const;
 
   friend std::ostream& operator<<(std::ostream& os, const EagerTensor& t) {
-    return os << "EagerTensor(" << t.state_->value << ", shape=" << format_shape(t.shape())
+    return os << "EagerTensor(" << t.state_->value() << ", shape=" << format_shape(t.shape())
               << ", dtype=" << t.dtype() << ", tracks_grad=" << (t.tracks_grad() ? "true" : "false") << ")";
   }
 
@@ -157,8 +160,9 @@ class EagerTensor {
 
  private:
   static detail::ad::state_ptr make_state(Tensor value, std::shared_ptr<EagerRuntime> ctx) {
-    auto s = std::make_shared<detail::ad::tensor_state>();
-    s->value = std::move(value);
+    auto s = std::allocate_shared<detail::ad::tensor_state>(
+        detail::pool_allocator<detail::ad::tensor_state>{});
+    s->value_ = std::move(value);
     s->runtime = std::move(ctx);
     return s;
   }

@@ -57,25 +57,57 @@ inline std::pmr::vector<const tensor_state*> graph_of(const tensor_state* root,
   return order;
 }
 
-// The two kinds of values a sweep carries.
+// A new handle on a state of the graph.
+inline EagerTensor handle(const tensor_state& s) {
+  return EagerTensor(std::const_pointer_cast<tensor_state>(s.shared_from_this()));
+}
+
+// The two ways a sweep runs. Both carry EagerTensors; the kernel sweep's are untracked.
+//
+// kernel_sweep: rules run as fused kernels on Tensors, recording nothing; large elementwise ops
+// run their traced rules with recording off instead, which defers them (ad/deferred.hpp), so a
+// backward sweep over large elementwise ops computes its cotangents in few fused passes.
 struct kernel_sweep {
-  using value = Tensor;
-  static void accumulate(Tensor& acc, const Tensor& b) { cpu::add_into(acc, b); }
-  static auto vjp(const node& n, const tensor_state& s, const Tensor& c, const std::vector<bool>& needed) {
-    return n.vjp(s.value, c, needed);
+  using value = EagerTensor;
+  static void accumulate(EagerTensor& acc, const EagerTensor& b) {
+    const NoGradGuard no_grad;
+    const bool sole = acc.state().use_count() == 1;
+    const std::array<EagerTensor, 2> in{acc, b};
+    // A sum only the sweep holds is updated in place (its buffer is copied first if shared).
+    if (sole && !acc.state()->deferred() && !b.state()->deferred() && !can_defer(in)) {
+      cpu::add_into(acc.state()->value_, b.state()->value());
+      return;
+    }
+    acc = acc.add(b);
   }
-  static Tensor jvp(const node& n, const tensor_state& s, std::span<const Tensor* const> t) {
-    return n.jvp(s.value, t);
+  static auto vjp(const node& n, const tensor_state& s, const EagerTensor& c,
+                  const std::vector<bool>& needed) {
+    if (n.defers_vjp(s, c)) {
+      const NoGradGuard no_grad;
+      return n.vjp_traced(handle(s), c, needed);
+    }
+    auto r = n.vjp(s.value(), c.materialized(), needed);
+    std::vector<std::optional<EagerTensor>> out(r.size());
+    for (std::size_t k = 0; k < r.size(); ++k) {
+      if (r[k]) out[k] = EagerTensor::from_tensor_in(std::move(*r[k]), s.runtime);
+    }
+    return out;
+  }
+  static EagerTensor jvp(const node& n, const tensor_state& s, std::span<const EagerTensor* const> t) {
+    std::vector<Tensor> values;
+    values.reserve(t.size());
+    std::vector<const Tensor*> tangents(t.size(), nullptr);
+    for (std::size_t k = 0; k < t.size(); ++k) {
+      if (t[k]) tangents[k] = &values.emplace_back(t[k]->materialized());
+    }
+    return EagerTensor::from_tensor_in(n.jvp(s.value(), tangents), s.runtime);
   }
 };
 
+// traced_sweep: rules recorded with the runtime's ops (results differentiable again).
 struct traced_sweep {
   using value = EagerTensor;
   static void accumulate(EagerTensor& acc, const EagerTensor& b) { acc = acc.add(b); }
-  // The output's handle (a new handle on the same state).
-  static EagerTensor handle(const tensor_state& s) {
-    return EagerTensor(std::const_pointer_cast<tensor_state>(s.shared_from_this()));
-  }
   static auto vjp(const node& n, const tensor_state& s, const EagerTensor& c,
                   const std::vector<bool>& needed) {
     return n.vjp_traced(handle(s), c, needed);
@@ -210,10 +242,10 @@ TENFERRO_INLINE std::optional<EagerTensor> vjp_impl(const EagerTensor& output, c
     if (it == cot.end()) return std::nullopt;
     return it->second;
   }
-  auto cot = reverse_sweep<kernel_sweep>(output.state().get(), cotangent.materialized(), &arena.resource);
+  auto cot = reverse_sweep<kernel_sweep>(output.state().get(), cotangent, &arena.resource);
   auto it = cot.find(wrt.state().get());
   if (it == cot.end()) return std::nullopt;
-  return EagerTensor::from_tensor_in(it->second, rt);
+  return it->second.tracks_grad() ? it->second.detach() : it->second;  // the seed itself may track
 }
 
 }  // namespace tenferro::detail::ad
@@ -254,9 +286,9 @@ TENFERRO_INLINE std::optional<EagerTensor> EagerRuntime::jvp_optional(const Eage
                                                                tangent, &arena.resource);
   }
   auto t = detail::ad::forward_sweep<detail::ad::kernel_sweep>(output.state().get(), wrt.state().get(),
-                                                               tangent.materialized(), &arena.resource);
+                                                               tangent, &arena.resource);
   if (!t) return std::nullopt;
-  return EagerTensor::from_tensor_in(std::move(*t), shared_from_this());
+  return t->tracks_grad() ? t->detach() : *t;  // the tangent itself may track
 }
 TENFERRO_INLINE EagerTensor EagerRuntime::jvp(const EagerTensor& output, const EagerTensor& wrt,
                                               const EagerTensor& tangent) {
@@ -301,9 +333,14 @@ TENFERRO_INLINE void EagerTensor::backward_with(const EagerTensor& seed, Backwar
     });
     return;
   }
-  auto cot =
-      detail::ad::reverse_sweep<detail::ad::kernel_sweep>(state_.get(), seed.materialized(), &arena.resource);
-  deposit(cot, [&](detail::ad::grad_slot& slot, const Tensor& g) { add_to(slot.grad, g); });
+  auto cot = detail::ad::reverse_sweep<detail::ad::kernel_sweep>(state_.get(), seed, &arena.resource);
+  std::vector<const detail::ad::tensor_state*> grads;  // deferred leaf gradients: computed together
+  for (const auto& [state, g] : cot) {
+    if (state->slot) grads.push_back(g.state().get());
+  }
+  detail::ad::fill_deferred(grads);
+  deposit(cot,
+          [&](detail::ad::grad_slot& slot, const EagerTensor& g) { add_to(slot.grad, g.materialized()); });
 }
 
 }  // namespace tenferro

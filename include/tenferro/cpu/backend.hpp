@@ -32,6 +32,18 @@ class CpuBackend {
   // The number of threads kernels may use.
   std::size_t threads() const { return static_cast<std::size_t>(arena_->max_concurrency()); }
 
+  // Deferred fusion (on by default): elementwise eager ops on tensors of at least
+  // `fusion_elements` elements are not computed when called but when their value is needed, and
+  // then together, block by block, so a chain of them makes one pass over memory (docs/eager.md).
+  // A copy of this backend (same threads) with fusion on or off.
+  CpuBackend with_fusion(bool on) const {
+    CpuBackend b = *this;
+    b.fusion_ = on;
+    return b;
+  }
+  bool fuses() const noexcept { return fusion_; }
+  static constexpr std::size_t fusion_elements = 16384;
+
   // Runs f() inside the backend's arena and returns its result; exceptions propagate.
   template <class F>
   decltype(auto) execute(F&& f) const {
@@ -51,10 +63,12 @@ class CpuBackend {
   // `run` does not enter the arena for them.
   static constexpr std::size_t serial_elements = 4096;
 
-  bool operator==(const CpuBackend& other) const noexcept { return arena_ == other.arena_; }
+  bool operator==(const CpuBackend& other) const noexcept {
+    return arena_ == other.arena_ && fusion_ == other.fusion_;
+  }
 
   friend std::ostream& operator<<(std::ostream& os, const CpuBackend& b) {
-    return os << "CpuBackend(threads=" << b.threads() << ")";
+    return os << "CpuBackend(threads=" << b.threads() << ", fusion=" << (b.fusion_ ? "on" : "off") << ")";
   }
 
  private:
@@ -62,6 +76,7 @@ class CpuBackend {
     arena_->initialize();
   }
   std::shared_ptr<tbb::task_arena> arena_;
+  bool fusion_ = true;
 };
 
 }  // namespace tenferro

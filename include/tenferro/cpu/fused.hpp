@@ -49,6 +49,11 @@ struct fused_kernels {
   // The output's tangent when input k moves along *tangents[k] (nullptr: it does not move).
   static Tensor jvp(const E& e, std::span<const Tensor> in, std::span<const Tensor* const> tangents,
                     std::string_view op);
+
+  // Elementwise e over n contiguous elements (of `dtype`, f32 or f64) of every input, written to
+  // out, on the calling thread for n <= CpuBackend::serial_elements: the block kernel of deferred
+  // fusion (ad/deferred.hpp).
+  static void forward_block(const E& e, DType dtype, void* out, const void* const* in, std::size_t n);
 };
 
 // The one-op expressions of the eager elementwise ops.
@@ -208,6 +213,21 @@ Tensor fused_kernels<E>::jvp(const E& e, std::span<const Tensor> in, std::span<c
     }
     (std::make_index_sequence<arity>{});
   });
+}
+
+template <class E>
+void fused_kernels<E>::forward_block(const E& e, DType dtype, void* out, const void* const* in,
+                                     std::size_t n) {
+  if constexpr (expr::is_scalar<E> || expr::level<E> != 0) {
+    throw Error(ErrorKind::Unsupported, "forward_block",
+                "an expression with reductions has no elementwise block kernel");
+  } else {
+    visit_real(dtype, [&]<class T>(T) {
+      std::array<const T*, arity> p;
+      for (std::size_t k = 0; k < arity; ++k) p[k] = static_cast<const T*>(in[k]);
+      expr::detail::eval_block(static_cast<T*>(out), e, p, n);
+    });
+  }
 }
 
 // One elementwise op on Tensors, without a tape: op(a), op(a, b) (broadcasting, promoting) and

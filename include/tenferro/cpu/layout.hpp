@@ -77,14 +77,19 @@ inline Axes inverse_permutation(const Axes& perm) {
 }
 
 // x broadcast (NumPy-style) to `shape`; x's shape must broadcast into it without widening it.
-inline Tensor broadcast_to(const Tensor& x, const Shape& shape, std::string_view op) {
-  const Shape own = x.shape();
-  if (own == shape) return x;
+// Throws ShapeMismatch unless shape `own` broadcasts to `shape`.
+inline void check_broadcast_to(const Shape& own, const Shape& shape, std::string_view op) {
   if (broadcast_shapes(op, own, shape) != shape) {
     throw Error(
         ErrorKind::ShapeMismatch, std::string(op),
         "a tensor of shape " + format_shape(own) + " cannot be broadcast to shape " + format_shape(shape));
   }
+}
+
+inline Tensor broadcast_to(const Tensor& x, const Shape& shape, std::string_view op) {
+  const Shape own = x.shape();
+  if (own == shape) return x;
+  check_broadcast_to(own, shape, op);
   return visit_real(x.dtype(), [&]<class T>(T) {
     if (x.size() == 1) return Tensor(tenferro::detail::make_array<T>(shape, x.as_slice<T>()[0]));
     return Tensor(expr::detail::materialize<T>(x.array<T>(), shape));

@@ -223,6 +223,36 @@ void eval_into(column_major_array<T>& out, const E& e, const In&... in) {
   run_program_into<simd_policy, T>(b.leaves, b.n, std::tie(out), as_array<E>{e});
 }
 
+template <class T, std::size_t>
+using array_leaf_for = array_leaf<T>;
+
+// Elementwise e over n contiguous elements of every input, written to out, on the calling thread
+// for n <= chunk_elements: the block kernel of the eager runtime's deferred fusion. The same loop
+// as eval_into over arrays of n elements.
+template <class T, class E, std::size_t N>
+void eval_block(T* out, const E& e, const std::array<const T*, N>& in, std::size_t n) {
+  static_assert(!is_scalar<E> && level<E> == 0,
+                "eval_block writes an elementwise expression without reductions");
+  const auto leaves = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return std::tuple<array_leaf_for<T, K>...>{array_leaf<T>{in[K]}...};
+  }
+  (std::make_index_sequence<N>{});
+  const std::tuple<store_task<0, E, T>> stores{{&e, out}};
+  T results[1];
+  run_pass<T>(simd_policy{}, std::tuple<>{}, stores, leaves, n, results);
+}
+
+// The sum of n contiguous elements, on the calling thread for n <= chunk_elements: for a block of
+// exactly one chunk of a larger array, the same partial sum that array's sum computes for it.
+template <class T>
+T sum_block(const T* in, std::size_t n) {
+  using S = reduction<ops::sum, arg<0>>;
+  const std::tuple<array_leaf<T>> leaves{array_leaf<T>{in}};
+  T total = 0;
+  run_program_into<simd_policy, T>(leaves, n, std::tie(total), as_scalar<S>{S(arg<0>{})});
+  return total;
+}
+
 // The cotangent of every input of an elementwise e, written into `grads` (one array per input,
 // shaped by the caller): the eager kernels' path when the inputs, the cotangent and the gradients
 // all have one shape and the compute type. Throws ShapeMismatch otherwise.

@@ -1,0 +1,356 @@
+// Deferred fusion of elementwise eager ops.
+//
+// An elementwise op on large tensors (CpuBackend::fusion_elements or more, one dtype and shape,
+// fusion on) does not compute its value when called: its result is shaped and allocated, and
+// keeps the op's block kernel (a compile-time-layer kernel, cpu::fused_kernels<E>::forward_block)
+// and its inputs. When a value is needed (materialized(), a kernel reading it, ...), every
+// deferred value it depends on is computed in ONE pass over the data, block by block:
+//
+//     for each block of 4096 elements:  (blocks split across the backend's threads)
+//       for each deferred op, inputs first:
+//         run its kernel on the block, from its inputs' blocks into its own block
+//
+// Intermediate blocks live in per-thread scratch (cache-resident); only the requested values are
+// written to memory. A sum over all axes of a deferred value sums its blocks as they are made,
+// and never writes it. Values a recorded node needs for its derivative are not written either:
+// backward() defers the rules of large elementwise ops too (fused_node::defers_vjp), so they are
+// computed again inside the backward pass, from the leaves, which costs less than a round trip
+// through memory. So sum(sin(x) * y + exp(x * y)) with its gradients reads x and y twice and
+// writes the two gradients, where op by op it makes about twenty passes over memory.
+//
+// Results are bit-identical to op-by-op evaluation (the same kernels, elementwise; a sum's
+// blocks are the chunks of the fused sum, combined in the same order), for any number of
+// threads. A value computed only as scratch stays deferred and is computed again if needed
+// later. The number of deferred values behind one value is bounded (max_cone): past it, the
+// inputs are computed first.
+//
+// Under TENFERRO_SEPARATE_COMPILATION the passes are compiled once (core/detail/config.hpp).
+#pragma once
+
+#include <tenferro/ad/record.hpp>
+#include <tenferro/core/detail/config.hpp>
+#include <tenferro/cpu/fused.hpp>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+namespace tenferro::detail::ad {
+
+// At most this many deferred values behind one value (a bound: shared ones may count twice).
+inline constexpr std::uint32_t max_cone = 32;
+// Elements of one block of a pass: one chunk of the fused loop, so a block's sum is the partial the
+// fused sum of the whole array computes for it.
+inline constexpr std::size_t block_elements = expr::detail::chunk_elements;
+
+// Passes that computed deferred values in this process (tests use it to show a chain is one pass).
+inline std::atomic<std::uint64_t>& deferred_passes() noexcept {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+
+// The one-op expressions of the eager elementwise ops: op(x), op(x, y), op(x, c), op(c, x).
+template <class E>
+inline constexpr bool is_primitive_expr = false;
+template <class Op>
+inline constexpr bool is_primitive_expr<expr::unary<Op, expr::arg<0>>> = true;
+template <class Op>
+inline constexpr bool is_primitive_expr<expr::binary<Op, expr::arg<0>, expr::arg<1>>> = true;
+template <class Op>
+inline constexpr bool is_primitive_expr<expr::binary<Op, expr::arg<0>, expr::constant>> = true;
+template <class Op>
+inline constexpr bool is_primitive_expr<expr::binary<Op, expr::constant, expr::arg<0>>> = true;
+
+// The number a primitive expression holds (0 when none), and the expression rebuilt from it.
+template <class E>
+double constant_of(const E& e) {
+  if constexpr (requires { e.rhs.value; }) {
+    return e.rhs.value;
+  } else if constexpr (requires { e.lhs.value; }) {
+    return e.lhs.value;
+  } else {
+    return 0.0;
+  }
+}
+template <class E>
+E primitive_expr(double c) {
+  using expr::arg;
+  if constexpr (std::is_constructible_v<E, arg<0>, expr::constant>) {
+    return E(arg<0>{}, expr::constant(c));
+  } else if constexpr (std::is_constructible_v<E, expr::constant, arg<0>>) {
+    return E(expr::constant(c), arg<0>{});
+  } else if constexpr (std::is_constructible_v<E, arg<0>, arg<1>>) {
+    return E(arg<0>{}, arg<1>{});
+  } else {
+    return E(arg<0>{});
+  }
+}
+
+template <class E, DType D>
+void deferred_kernel(void* out, const void* const* in, std::size_t n, double c) {
+  cpu::fused_kernels<E>::forward_block(primitive_expr<E>(c), D, out, in, n);
+}
+
+// True when an elementwise op over `in` is deferred: fusion on, one floating dtype and one shape,
+// large enough.
+inline bool can_defer(std::span<const EagerTensor> in) {
+  const tensor_state& first = *in[0].state();
+  if (first.size() < CpuBackend::fusion_elements || !is_floating(first.dtype()) ||
+      !in[0].context()->backend().fuses()) {
+    return false;
+  }
+  for (std::size_t k = 1; k < in.size(); ++k) {
+    const tensor_state& t = *in[k].state();
+    if (t.dtype() != first.dtype() || !std::ranges::equal(t.extents(), first.extents())) return false;
+  }
+  return true;
+}
+
+// A deferred value of `dtype` and `shape`, computed by `run` (with `constant`) from `in` (each of
+// that dtype and shape), recording the node make() returns when `record`.
+template <class Make>
+EagerTensor defer_op(deferred_op::kernel run, double constant, std::span<const EagerTensor> in, DType dtype,
+                     std::span<const std::size_t> shape, const std::shared_ptr<EagerRuntime>& rt, bool record,
+                     Make&& make) {
+  auto cone_of = [&] {
+    std::uint32_t c = 1;
+    for (const auto& x : in) c += x.state()->cone.load(std::memory_order_acquire);
+    return c;
+  };
+  std::uint32_t cone = cone_of();
+  if (cone > max_cone) {  // compute the inputs first
+    std::vector<const tensor_state*> inputs;
+    for (const auto& x : in) inputs.push_back(x.state().get());
+    fill_deferred(inputs);
+    cone = cone_of();
+  }
+  auto op = std::make_unique<deferred_op>();
+  op->run = run;
+  op->constant = constant;
+  for (const auto& x : in) op->inputs.push_back(x.state());
+  EagerTensor r = make_result(Tensor(), rt, record, std::forward<Make>(make));
+  tensor_state& s = *r.state();
+  s.pending = std::move(op);
+  s.deferred_dtype = dtype;
+  s.deferred_shape.assign(shape.begin(), shape.end());
+  s.cone.store(cone, std::memory_order_release);
+  return r;
+}
+
+// The deferred result of primitive expression e over `in` (can_defer(in) holds).
+template <class E, class Make>
+EagerTensor defer(const E& e, std::span<const EagerTensor> in, const std::shared_ptr<EagerRuntime>& rt,
+                  bool record, Make&& make) {
+  static_assert(is_primitive_expr<E>);
+  const tensor_state& like = *in[0].state();
+  const auto run =
+      like.dtype() == DType::F32 ? &deferred_kernel<E, DType::F32> : &deferred_kernel<E, DType::F64>;
+  return defer_op(run, constant_of(e), in, like.dtype(), like.extents(), rt, record,
+                  std::forward<Make>(make));
+}
+
+// out[i] = c: the kernel of a deferred broadcast of one number.
+template <class T>
+void fill_kernel(void* out, const void* const*, std::size_t n, double c) {
+  std::fill_n(static_cast<T*>(out), n, static_cast<T>(c));
+}
+
+// True when a tensor of one element broadcast to `shape` is deferred.
+inline bool can_defer_broadcast(const EagerTensor& x, std::span<const std::size_t> shape) {
+  const auto n = checked_shape_size(shape);
+  return x.size() == 1 && n && *n >= CpuBackend::fusion_elements && is_floating(x.dtype()) &&
+         x.context()->backend().fuses();
+}
+
+// The sum over every element of deferred x, its blocks summed as the pass makes them (x itself is
+// not written); nullopt when x is no longer deferred.
+std::optional<Tensor> sum_deferred(const tensor_state& x);
+
+}  // namespace tenferro::detail::ad
+
+#if TENFERRO_HEADER_ONLY  // else compiled once by <tenferro/separate_compilation.hpp>
+
+namespace tenferro::detail::ad {
+
+// One pass computing `group` (deferred values of one dtype and size, inputs before users);
+// written[j]: value j goes to its own storage, else to a scratch block. With `sum` < group size,
+// the blocks of value `sum` are summed, in block order, into *total.
+template <class T>
+void run_deferred_pass(std::span<const tensor_state* const> group, const std::vector<bool>& written,
+                       std::size_t sum = std::size_t(-1), T* total = nullptr) {
+  const std::size_t n = group[0]->size();
+  constexpr std::size_t B = block_elements;
+  const std::size_t m = group.size();
+  // Where each value's elements go, and where each input's come from: a value of the group (by
+  // index) or a filled tensor.
+  std::vector<T*> base(m, nullptr);
+  std::vector<std::size_t> scratch_slot(m, 0);
+  std::size_t scratch_count = 0;
+  for (std::size_t j = 0; j < m; ++j) {
+    if (written[j]) {
+      auto* s = const_cast<tensor_state*>(group[j]);
+      s->value_ = Tensor::for_overwrite<T>(s->deferred_shape);
+      base[j] = s->value_.template mutable_array<T>().data();
+    } else {
+      scratch_slot[j] = scratch_count++;
+    }
+  }
+  struct source {
+    std::size_t index;  // in the group, or m for a filled tensor
+    const T* data;
+  };
+  std::vector<std::vector<source>> sources(m);
+  for (std::size_t j = 0; j < m; ++j) {
+    for (const auto& in : group[j]->pending->inputs) {
+      const auto it = std::find(group.begin(), group.begin() + j, in.get());
+      if (it != group.begin() + j) {
+        sources[j].push_back({static_cast<std::size_t>(it - group.begin()), nullptr});
+      } else {
+        sources[j].push_back({m, in->value_.template array<T>().data()});
+      }
+    }
+  }
+  // A block (the unit of the thread split, and of sums) runs in tiles of 4 KB per value, so the
+  // scratch tiles of a whole pass stay in the first-level cache; tiles sit a few cache lines
+  // apart, so no two share cache sets at the same offset.
+  constexpr std::size_t tile = 4096 / sizeof(T);
+  constexpr std::size_t stride = tile + 128 / sizeof(T);
+  const std::size_t blocks = (n + B - 1) / B;
+  std::vector<T> partial(sum < m ? blocks : 0);
+  auto run_blocks = [&](std::size_t first, std::size_t last) {
+    thread_local std::vector<T> scratch;
+    const std::size_t need = scratch_count * stride + (sum < m ? B : 0);
+    if (scratch.size() < need) scratch.resize(need);
+    T* const sum_buffer = scratch.data() + scratch_count * stride;  // the summed value's block
+    std::vector<const void*> in;
+    for (std::size_t b = first; b < last; ++b) {
+      const std::size_t block = b * B;
+      const std::size_t block_len = std::min(B, n - block);
+      for (std::size_t t = 0; t < block_len; t += tile) {
+        const std::size_t offset = block + t;
+        const std::size_t len = std::min(tile, block_len - t);
+        auto at = [&](std::size_t j) -> T* {
+          if (written[j]) return base[j] + offset;
+          return j == sum ? sum_buffer + t : scratch.data() + scratch_slot[j] * stride;
+        };
+        for (std::size_t j = 0; j < m; ++j) {
+          in.clear();
+          for (const auto& src : sources[j]) in.push_back(src.index < m ? at(src.index) : src.data + offset);
+          group[j]->pending->run(at(j), in.data(), len, group[j]->pending->constant);
+        }
+      }
+      if (sum < m)
+        partial[b] = expr::detail::sum_block(written[sum] ? base[sum] + block : sum_buffer, block_len);
+    }
+  };
+  group[0]->runtime->backend().run(n * m, [&] {
+    if (blocks > 1 && tbb::this_task_arena::max_concurrency() > 1) {
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, blocks, 2),
+                        [&](const tbb::blocked_range<std::size_t>& r) { run_blocks(r.begin(), r.end()); });
+    } else {
+      run_blocks(0, blocks);
+    }
+  });
+  if (sum < m) {
+    T t = 0;
+    for (const T p : partial) t += p;
+    *total = t;
+  }
+  deferred_passes().fetch_add(1, std::memory_order_relaxed);
+}
+
+// The deferred values `roots` need (those among them included), inputs before their users.
+inline std::vector<const tensor_state*> deferred_cone(std::span<const tensor_state* const> roots) {
+  auto is_deferred = [](const tensor_state* s) { return s->cone.load(std::memory_order_acquire) != 0; };
+  std::vector<const tensor_state*> order;
+  std::vector<std::pair<const tensor_state*, std::size_t>> stack;
+  std::vector<const tensor_state*> seen;
+  auto visit = [&](const tensor_state* s) {
+    if (!is_deferred(s) || std::ranges::find(seen, s) != seen.end()) return;
+    seen.push_back(s);
+    stack.push_back({s, 0});
+  };
+  for (const tensor_state* root : roots) {
+    visit(root);
+    while (!stack.empty()) {
+      auto& [s, next] = stack.back();
+      const auto& inputs = s->pending->inputs;
+      if (next < inputs.size()) {
+        visit(inputs[next++].get());  // may grow the stack: s and next are not used after
+      } else {
+        order.push_back(s);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+// Marks the written values of a pass filled; their ops move to `finished`, to be released once no
+// pass reads them.
+inline void mark_filled(std::span<const tensor_state* const> group, const std::vector<bool>& written,
+                        std::vector<std::unique_ptr<deferred_op>>& finished) {
+  for (std::size_t j = 0; j < group.size(); ++j) {
+    if (!written[j]) continue;
+    auto* s = const_cast<tensor_state*>(group[j]);
+    finished.push_back(std::move(s->pending));
+    s->cone.store(0, std::memory_order_release);
+  }
+}
+
+}  // namespace tenferro::detail::ad
+
+namespace tenferro::detail::ad {
+
+TENFERRO_INLINE void fill_deferred(std::span<const tensor_state* const> states) {
+  const auto first =
+      std::find_if(states.begin(), states.end(), [](const tensor_state* s) { return s->deferred(); });
+  if (first == states.end()) return;
+  std::lock_guard lock((*first)->runtime->fusion_mutex());
+  const std::vector<const tensor_state*> order = deferred_cone(states);  // empty: filled meanwhile
+
+  // One pass per dtype and size (an op's inputs have its dtype and size, so a group is closed).
+  std::vector<bool> done(order.size(), false);
+  std::vector<std::unique_ptr<deferred_op>> finished;
+  for (std::size_t g = 0; g < order.size(); ++g) {
+    if (done[g]) continue;
+    const tensor_state& like = *order[g];
+    std::vector<const tensor_state*> group;
+    std::vector<bool> written;
+    for (std::size_t j = g; j < order.size(); ++j) {
+      const tensor_state& t = *order[j];
+      if (done[j] || t.dtype() != like.dtype() || t.size() != like.size()) continue;
+      done[j] = true;
+      group.push_back(order[j]);
+      written.push_back(std::ranges::find(states, order[j]) != states.end());
+    }
+    cpu::visit_real(like.dtype(), [&]<class T>(T) { run_deferred_pass<T>(group, written); });
+    mark_filled(group, written, finished);
+  }
+}
+
+TENFERRO_INLINE std::optional<Tensor> sum_deferred(const tensor_state& x) {
+  std::lock_guard lock(x.runtime->fusion_mutex());
+  const tensor_state* root = &x;
+  const std::vector<const tensor_state*> group = deferred_cone(std::span(&root, 1));
+  if (group.empty()) return std::nullopt;  // filled meanwhile
+  const std::vector<bool> written(group.size(), false);
+  return cpu::visit_real(x.dtype(), [&]<class T>(T) {
+    T total = 0;
+    run_deferred_pass<T>(group, written, group.size() - 1, &total);
+    return cpu::scalar_tensor<T>(total);
+  });
+}
+
+}  // namespace tenferro::detail::ad
+
+#endif  // TENFERRO_HEADER_ONLY
