@@ -1,10 +1,11 @@
 // Deferred fusion of elementwise eager ops.
 //
 // An elementwise op on large tensors (CpuBackend::fusion_elements or more, one dtype and shape,
-// fusion on) does not compute its value when called: its result is shaped and allocated, and
-// keeps the op's block kernel (a compile-time-layer kernel, cpu::fused_kernels<E>::forward_block)
-// and its inputs. When a value is needed (materialized(), a kernel reading it, ...), every
-// deferred value it depends on is computed in ONE pass over the data, block by block:
+// fusion on) does not compute its value when called: its result knows its dtype and shape (its
+// storage is allocated only when it is computed), and keeps the op's block kernel (a compile-time-layer
+// kernel, cpu::fused_kernels<E>::forward_block) and its inputs. When a value is needed (materialized(), a
+// kernel reading it, ...), every deferred value it depends on is computed in ONE pass over the data, block by
+// block:
 //
 //     for each block of 4096 elements:  (blocks split across the backend's threads)
 //       for each deferred op, inputs first:

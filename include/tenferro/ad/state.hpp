@@ -158,8 +158,9 @@ struct tensor_state : std::enable_shared_from_this<tensor_state> {
     return deferred() ? std::span<const std::size_t>(deferred_shape) : value_.extents();
   }
   std::size_t size() const noexcept {
+    if (!deferred()) return value_.size();
     std::size_t n = 1;
-    for (const std::size_t e : extents()) n *= e;
+    for (const std::size_t e : deferred_shape) n *= e;
     return n;
   }
 

@@ -72,9 +72,10 @@ struct kernel_sweep {
   static void accumulate(EagerTensor& acc, const EagerTensor& b) {
     const NoGradGuard no_grad;
     const bool sole = acc.state().use_count() == 1;
-    const std::array<EagerTensor, 2> in{acc, b};
+    const bool small = acc.size() < CpuBackend::fusion_elements;  // never deferred
     // A sum only the sweep holds is updated in place (its buffer is copied first if shared).
-    if (sole && !acc.state()->deferred() && !b.state()->deferred() && !can_defer(in)) {
+    if (sole && !acc.state()->deferred() && !b.state()->deferred() &&
+        (small || !can_defer(std::array<EagerTensor, 2>{acc, b}))) {
       cpu::add_into(acc.state()->value_, b.state()->value());
       return;
     }
@@ -94,13 +95,13 @@ struct kernel_sweep {
     return out;
   }
   static EagerTensor jvp(const node& n, const tensor_state& s, std::span<const EagerTensor* const> t) {
-    std::vector<Tensor> values;
-    values.reserve(t.size());
-    std::vector<const Tensor*> tangents(t.size(), nullptr);
+    // The tangents' own values (their states outlive the call), no copies.
+    boost::container::small_vector<const Tensor*, 2> tangents(t.size(), nullptr);
     for (std::size_t k = 0; k < t.size(); ++k) {
-      if (t[k]) tangents[k] = &values.emplace_back(t[k]->materialized());
+      if (t[k]) tangents[k] = &t[k]->state()->value();
     }
-    return EagerTensor::from_tensor_in(n.jvp(s.value(), tangents), s.runtime);
+    return EagerTensor::from_tensor_in(
+        n.jvp(s.value(), std::span<const Tensor* const>(tangents.data(), tangents.size())), s.runtime);
   }
 };
 
