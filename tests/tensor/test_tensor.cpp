@@ -1,11 +1,17 @@
-// tensor/: Tensor, TypedTensor and printing.
+// tensor/: Tensor, TypedTensor, printing and the buffer cache behind them.
+#include <tenferro/core/buffer_cache.hpp>
 #include <tenferro/tensor/io.hpp>
 #include <tenferro/tensor/tensor.hpp>
 #include <tenferro/tensor/typed_tensor.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 using namespace tenferro;
 
@@ -216,4 +222,134 @@ TEST_CASE("printing shows dtype, shape and values by logical index") {
   std::ostringstream os;
   os << TypedTensor<std::int32_t>::from_vec_col_major({1, 2}, {3, 4});
   CHECK(os.str() == "Tensor(dtype=i32, shape=[1, 2], values=[[3, 4]])");
+}
+
+namespace {
+std::uintptr_t address_of(const Tensor& t) {
+  return detail::visit_dtype(
+      t.dtype(), [&]<class T>(T) { return reinterpret_cast<std::uintptr_t>(t.array<T>().data()); });
+}
+// Restores the cache's limit when a test ends.
+struct cache_limit_guard {
+  std::size_t saved = buffer_cache_limit();
+  ~cache_limit_guard() { set_buffer_cache_limit(saved); }
+};
+}  // namespace
+
+TEST_CASE("element buffers are 64-byte aligned for every dtype and size") {
+  for (const std::size_t n : {0, 1, 7, 8, 9, 100, 1000, 8191, 8192, 100003}) {
+    for (const DType d :
+         {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool, DType::C32, DType::C64}) {
+      const Tensor t = Tensor::full({n}, 3.0, d);
+      INFO("n = " << n << ", dtype = " << dtype_name(d));
+      CHECK(address_of(t) % 64 == 0);
+      CHECK(t.size() == n);
+    }
+    const Tensor t = Tensor::full({n}, 2.5, DType::F64);
+    const auto s = t.as_slice<double>();
+    CHECK(std::count(s.begin(), s.end(), 2.5) == static_cast<std::ptrdiff_t>(n));
+  }
+}
+
+TEST_CASE("a released large buffer is reused by the next request of about its size") {
+  cache_limit_guard guard;
+  set_buffer_cache_limit(std::size_t{256} << 20);
+  clear_buffer_cache();
+  constexpr std::size_t n = 100000;  // 800 KB of f64
+  std::uintptr_t first = 0;
+  {
+    const Tensor t = Tensor::full({n}, 1.0);
+    first = address_of(t);
+  }
+  const BufferCacheStats released = buffer_cache_stats();
+  CHECK(released.entries == 1);
+  CHECK(released.retained_bytes >= n * sizeof(double));
+  CHECK(released.retained_bytes < n * sizeof(double) + 4096);
+  {
+    // 780 KB: within a quarter of the kept buffer, so it is reused, and written afresh.
+    const Tensor t = Tensor::full({97500}, 4.0);
+    CHECK(address_of(t) == first);
+    const auto s = t.as_slice<double>();
+    CHECK(std::count(s.begin(), s.end(), 4.0) == 97500);
+    const BufferCacheStats reused = buffer_cache_stats();
+    CHECK(reused.hits == released.hits + 1);
+    CHECK(reused.entries == 0);
+    CHECK(reused.retained_bytes == 0);
+  }
+  {
+    // Half the size: the kept buffer is too large for it; a fresh one is allocated.
+    const Tensor t = Tensor::full({n / 2}, 1.0);
+    CHECK(address_of(t) != first);
+    CHECK(buffer_cache_stats().misses == released.misses + 1);
+  }
+  CHECK(buffer_cache_stats().entries == 2);
+  clear_buffer_cache();
+  const BufferCacheStats cleared = buffer_cache_stats();
+  CHECK(cleared.entries == 0);
+  CHECK(cleared.retained_bytes == 0);
+  CHECK(cleared.evictions == released.evictions + 2);
+}
+
+TEST_CASE("small buffers are not cached and the cache keeps at most its limit") {
+  cache_limit_guard guard;
+  clear_buffer_cache();
+  const BufferCacheStats before = buffer_cache_stats();
+  { const Tensor small = Tensor::full({buffer_cache_min_bytes / sizeof(double) - 1}, 1.0); }
+  CHECK(buffer_cache_stats().entries == 0);
+  CHECK(buffer_cache_stats().misses == before.misses);
+
+  set_buffer_cache_limit(std::size_t{1} << 20);  // room for one 800 KB buffer, not two
+  {
+    const Tensor a = Tensor::full({100000}, 1.0);
+    const Tensor b = Tensor::full({100000}, 2.0);
+  }
+  BufferCacheStats s = buffer_cache_stats();
+  CHECK(s.entries == 1);
+  CHECK(s.retained_bytes <= buffer_cache_limit());
+  CHECK(s.evictions == before.evictions + 1);
+
+  { const Tensor huge = Tensor::full({200000}, 1.0); }  // 1.6 MB: larger than the limit, never kept
+  CHECK(buffer_cache_stats().entries == 1);
+
+  set_buffer_cache_limit(0);  // lowering the limit frees what no longer fits
+  s = buffer_cache_stats();
+  CHECK(s.entries == 0);
+  CHECK(s.retained_bytes == 0);
+  { const Tensor a = Tensor::full({100000}, 1.0); }
+  CHECK(buffer_cache_stats().entries == 0);
+}
+
+TEST_CASE("the buffer cache is safe across threads") {
+  cache_limit_guard guard;
+  set_buffer_cache_limit(std::size_t{8} << 20);
+  clear_buffer_cache();
+  // Each thread makes tensors of several large sizes and releases some on the other thread.
+  std::vector<Tensor> handed_over[2];
+  std::mutex m;
+  auto work = [&](int id) {
+    double checksum = 0;
+    for (int i = 0; i < 200; ++i) {
+      const std::size_t n = 10000 + static_cast<std::size_t>((i * 7919 + id * 104729) % 50000);
+      Tensor t = Tensor::full({n}, static_cast<double>(i));
+      const auto s = t.as_slice<double>();
+      checksum += s[0] + s[n - 1];
+      std::lock_guard lock(m);
+      handed_over[1 - id].push_back(std::move(t));
+      if (handed_over[id].size() > 4) handed_over[id].erase(handed_over[id].begin());
+    }
+    return checksum;
+  };
+  double sums[2] = {0, 0};
+  std::thread other([&] { sums[1] = work(1); });
+  sums[0] = work(0);
+  other.join();
+  CHECK(sums[0] == 2 * 199 * 200 / 2);
+  CHECK(sums[1] == 2 * 199 * 200 / 2);
+  handed_over[0].clear();
+  handed_over[1].clear();
+  const BufferCacheStats s = buffer_cache_stats();
+  CHECK(s.retained_bytes <= std::size_t{8} << 20);
+  CHECK(s.hits > 0);
+  clear_buffer_cache();
+  CHECK(buffer_cache_stats().retained_bytes == 0);
 }

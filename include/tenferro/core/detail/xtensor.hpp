@@ -3,6 +3,8 @@
 // are in force before any xtensor template is instantiated.
 #pragma once
 
+#include <tenferro/core/buffer_cache.hpp>
+
 #include <xtensor/xexpression_traits.hpp>
 
 // xtensor 0.24 + g++ >= 7 + C++20: xexpression_traits.hpp declares the svector-shape partial
@@ -29,7 +31,8 @@ struct xtype_for_shape<S<X, N, A, Init>> {
 
 namespace tenferro {
 // The xtensor container behind a Tensor of element type T, and the array type the compile-time
-// layer returns: dense, column-major (the first index varies fastest).
+// layer returns: dense, column-major (the first index varies fastest), its elements in a 64-byte
+// aligned buffer from tenferro's buffer cache (core/buffer_cache.hpp).
 template <class T>
-using column_major_array = xt::xarray<T, xt::layout_type::column_major>;
+using column_major_array = xt::xarray<T, xt::layout_type::column_major, detail::buffer_allocator<T>>;
 }  // namespace tenferro
