@@ -121,7 +121,7 @@ inline bool can_defer(std::span<const EagerTensor> in) {
 template <class Make>
 EagerTensor defer_op(deferred_op::kernel run, double constant, std::span<const EagerTensor> in, DType dtype,
                      std::span<const std::size_t> shape, const std::shared_ptr<EagerRuntime>& rt, bool record,
-                     Make&& make) {
+                     deferred_op::trig pair, Make&& make) {
   auto cone_of = [&] {
     std::uint32_t c = 1;
     for (const auto& x : in) c += x.state()->cone.load(std::memory_order_acquire);
@@ -137,6 +137,7 @@ EagerTensor defer_op(deferred_op::kernel run, double constant, std::span<const E
   auto op = std::make_unique<deferred_op>();
   op->run = run;
   op->constant = constant;
+  op->pair = pair;
   for (const auto& x : in) op->inputs.push_back(x.state());
   EagerTensor r = make_result(Tensor(), rt, record, std::forward<Make>(make));
   tensor_state& s = *r.state();
@@ -155,7 +156,11 @@ EagerTensor defer(const E& e, std::span<const EagerTensor> in, const std::shared
   const tensor_state& like = *in[0].state();
   const auto run =
       like.dtype() == DType::F32 ? &deferred_kernel<E, DType::F32> : &deferred_kernel<E, DType::F64>;
-  return defer_op(run, constant_of(e), in, like.dtype(), like.extents(), rt, record,
+  using trig = deferred_op::trig;
+  constexpr trig pair = std::is_same_v<E, cpu::unary_expr<expr::ops::sin>>   ? trig::sin
+                        : std::is_same_v<E, cpu::unary_expr<expr::ops::cos>> ? trig::cos
+                                                                             : trig::none;
+  return defer_op(run, constant_of(e), in, like.dtype(), like.extents(), rt, record, pair,
                   std::forward<Make>(make));
 }
 
@@ -181,6 +186,15 @@ std::optional<Tensor> sum_deferred(const tensor_state& x);
 #if TENFERRO_HEADER_ONLY  // else compiled once by <tenferro/separate_compilation.hpp>
 
 namespace tenferro::detail::ad {
+
+// sin(x) and cos(x) of n elements in one loop (one xsimd::sincos; each equal bit for bit to its
+// own kernel's result).
+template <class T>
+void sincos_block(T* sin_out, T* cos_out, const T* x, std::size_t n) {
+  const expr::arg<0> a;
+  expr::detail::eval_blocks<T>(std::array<T*, 2>{sin_out, cos_out}, std::array<const T*, 1>{x}, n,
+                               expr::sin(a), expr::cos(a));
+}
 
 // One pass computing `group` (deferred values of one dtype and size, inputs before users);
 // written[j]: value j goes to its own storage, else to a scratch block. With `sum` < group size,
@@ -220,6 +234,22 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
       }
     }
   }
+  // sin and cos of one input: the first of the two computes both (partner), the other is skipped.
+  constexpr std::size_t none = std::size_t(-1);
+  std::vector<std::size_t> partner(m, none);
+  std::vector<bool> skip(m, false);
+  for (std::size_t j = 0; j < m; ++j) {
+    const deferred_op& a = *group[j]->pending;
+    if (a.pair == deferred_op::trig::none || skip[j]) continue;
+    for (std::size_t k = j + 1; k < m; ++k) {
+      const deferred_op& b = *group[k]->pending;
+      if (b.pair != deferred_op::trig::none && b.pair != a.pair && !skip[k] && b.inputs[0] == a.inputs[0]) {
+        partner[j] = k;
+        skip[k] = true;
+        break;
+      }
+    }
+  }
   // A block (the unit of the thread split, and of sums) runs in tiles of 4 KB per value, so the
   // scratch tiles of a whole pass stay in the first-level cache; tiles sit a few cache lines
   // apart, so no two share cache sets at the same offset.
@@ -244,9 +274,15 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
           return j == sum ? sum_buffer + t : scratch.data() + scratch_slot[j] * stride;
         };
         for (std::size_t j = 0; j < m; ++j) {
+          if (skip[j]) continue;
           in.clear();
           for (const auto& src : sources[j]) in.push_back(src.index < m ? at(src.index) : src.data + offset);
-          group[j]->pending->run(at(j), in.data(), len, group[j]->pending->constant);
+          if (const std::size_t k = partner[j]; k != none) {
+            const bool sin_first = group[j]->pending->pair == deferred_op::trig::sin;
+            sincos_block(at(sin_first ? j : k), at(sin_first ? k : j), static_cast<const T*>(in[0]), len);
+          } else {
+            group[j]->pending->run(at(j), in.data(), len, group[j]->pending->constant);
+          }
         }
       }
       if (sum < m)

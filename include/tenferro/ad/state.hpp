@@ -130,9 +130,12 @@ struct deferred_op {
   // out[i] = f(in[0][i], ...) for i < n, over elements of the value's dtype; `constant` is the
   // number of an op such as x * 0.5.
   using kernel = void (*)(void* out, const void* const* in, std::size_t n, double constant);
+  // sin and cos of one input computed in the same pass come out of one sincos.
+  enum class trig : std::uint8_t { none, sin, cos };
   kernel run;
   double constant;
   input_states inputs;
+  trig pair = trig::none;
 };
 
 // Computes the deferred values among `states`, in one blockwise pass per dtype and size

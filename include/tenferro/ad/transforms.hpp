@@ -234,7 +234,6 @@ namespace tenferro::detail::ad {
 // vjp of output w.r.t. wrt: traced while recording, else with kernels (an untracked result).
 TENFERRO_INLINE std::optional<EagerTensor> vjp_impl(const EagerTensor& output, const EagerTensor& wrt,
                                                     const EagerTensor& cotangent) {
-  const auto& rt = output.context();
   if (!output.tracks_grad() || !wrt.tracks_grad()) return std::nullopt;
   sweep_arena arena;
   if (NoGradGuard::grad_enabled()) {

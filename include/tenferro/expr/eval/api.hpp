@@ -226,20 +226,32 @@ void eval_into(column_major_array<T>& out, const E& e, const In&... in) {
 template <class T, std::size_t>
 using array_leaf_for = array_leaf<T>;
 
+// Several elementwise expressions of the same inputs in one loop over a block, expression k
+// written to out[k]; what they share is computed once (sin and cos of one argument: one sincos).
+// Each output holds what eval_block would write for its expression alone.
+template <class T, std::size_t N, class... E>
+void eval_blocks(const std::array<T*, sizeof...(E)>& out, const std::array<const T*, N>& in, std::size_t n,
+                 const E&... e) {
+  static_assert(((!is_scalar<E> && level<E> == 0) && ...),
+                "eval_blocks writes elementwise expressions without reductions");
+  const auto leaves = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return std::tuple<array_leaf_for<T, K>...>{array_leaf<T>{in[K]}...};
+  }
+  (std::make_index_sequence<N>{});
+  const auto stores = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return std::tuple<store_task<0, E, T>...>{{&e, out[K]}...};
+  }
+  (std::index_sequence_for<E...>{});
+  T results[1];
+  run_pass<T>(simd_policy{}, std::tuple<>{}, stores, leaves, n, results);
+}
+
 // Elementwise e over n contiguous elements of every input, written to out, on the calling thread
 // for n <= chunk_elements: the block kernel of the eager runtime's deferred fusion. The same loop
 // as eval_into over arrays of n elements.
 template <class T, class E, std::size_t N>
 void eval_block(T* out, const E& e, const std::array<const T*, N>& in, std::size_t n) {
-  static_assert(!is_scalar<E> && level<E> == 0,
-                "eval_block writes an elementwise expression without reductions");
-  const auto leaves = [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return std::tuple<array_leaf_for<T, K>...>{array_leaf<T>{in[K]}...};
-  }
-  (std::make_index_sequence<N>{});
-  const std::tuple<store_task<0, E, T>> stores{{&e, out}};
-  T results[1];
-  run_pass<T>(simd_policy{}, std::tuple<>{}, stores, leaves, n, results);
+  eval_blocks<T>(std::array<T*, 1>{out}, in, n, e);
 }
 
 // The sum of n contiguous elements, on the calling thread for n <= chunk_elements: for a block of
