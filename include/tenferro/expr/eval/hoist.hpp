@@ -9,11 +9,14 @@
 // such a subtree, so after hoisting no tree of the pass reads a reduction by number.)
 //
 // Then constant factors leave the loop too: a product's hoisted and constant factors (through
-// negations) are multiplied into one number, so -1 * ((x - mu) * h1 * h2) is stored as
-// (x - mu) * f; and a sum reduction keeps only its varying part,
+// negations and squares) are multiplied into one number, so -1 * ((x - mu) * h1 * h2) is stored
+// as (x - mu) * f and square((x - mu) * h) as h² * square(x - mu); and a sum reduction keeps only
+// its varying part,
 //   sum(c * a + u) = c * sum(a) + n * u   (c, u loop-invariant),
-// applied after the loop. Both change rounding in the last bits only, and cut the gradients of
-// scalar parameters (the mean and deviation of a normal log-density) to a few operations each.
+// applied after the loop. Sums whose varying parts agree share one accumulation, each with its own
+// c and u: the normal log-density's value and its sigma derivative both sum square(x - mu). These
+// change rounding in the last bits only, and cut the gradients of scalar parameters (the mean and
+// deviation of a normal log-density) to a few operations each.
 #pragma once
 
 #include <tenferro/expr/build.hpp>
@@ -88,7 +91,25 @@ struct factored {
   Rest rest;
 };
 
-// e = factor * rest, with every number of a product (through negations) in factor.
+// True when E holds no number (constant or hoisted value): two subtrees of such a type are equal.
+template <class E>
+constexpr bool number_free() {
+  if constexpr (is_number<E>) {
+    return false;
+  } else if constexpr (requires(const E& e) { e.operand; }) {
+    return number_free<std::remove_cvref_t<decltype(std::declval<E>().operand)>>();
+  } else if constexpr (requires(const E& e) { e.lhs; }) {
+    return number_free<std::remove_cvref_t<decltype(std::declval<E>().lhs)>>() &&
+           number_free<std::remove_cvref_t<decltype(std::declval<E>().rhs)>>();
+  } else {
+    return requires { E::index; };  // a placeholder; anything else (a reduction) is not known equal
+  }
+}
+
+// e = factor * rest, with every number of a product (through negations and squares) in factor;
+// a product of two equal number-free factors becomes a square. So the normal log-density's
+// -0.5 * square((x - mu) * h) and its sigma derivative's ((x - mu) * h1) * ((x - mu) * h2) both
+// keep square(x - mu), and their sums share one reduction.
 template <class E>
 auto split_factor(const E& e) {
   if constexpr (is_number<E>) {
@@ -96,6 +117,14 @@ auto split_factor(const E& e) {
   } else if constexpr (is_unary_of<E, ops::neg>) {
     auto s = split_factor(e.operand);
     return factored<decltype(s.rest)>{-s.factor, s.rest};
+  } else if constexpr (is_unary_of<E, ops::square>) {
+    auto s = split_factor(e.operand);
+    using A = decltype(s.rest);
+    if constexpr (std::is_same_v<A, one>) {
+      return factored<one>{s.factor * s.factor, one{}};
+    } else {
+      return factored<unary<ops::square, A>>{s.factor * s.factor, unary<ops::square, A>(s.rest)};
+    }
   } else if constexpr (is_binary_of<E, ops::mul>) {
     auto a = split_factor(e.lhs);
     auto b = split_factor(e.rhs);
@@ -105,6 +134,8 @@ auto split_factor(const E& e) {
       return factored<B>{a.factor * b.factor, b.rest};
     } else if constexpr (std::is_same_v<B, one>) {
       return factored<A>{a.factor * b.factor, a.rest};
+    } else if constexpr (std::is_same_v<A, B> && number_free<A>()) {
+      return factored<unary<ops::square, A>>{a.factor * b.factor, unary<ops::square, A>(a.rest)};
     } else {
       return factored<binary<ops::mul, A, B>>{a.factor * b.factor, binary<ops::mul, A, B>(a.rest, b.rest)};
     }

@@ -217,9 +217,8 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   // A duplicate reduction (same type, same constants as an earlier one) is computed once.
   std::array<bool, NR> active{};
   [&]<std::size_t... J>(std::index_sequence<J...>) {
-    auto differs = [&](const auto& a, const auto& b) {
-      return !same_values(*a.body, *b.body) || a.scale != b.scale || a.offset != b.offset;
-    };
+    // A duplicate shares the loop's work and applies its own scale and offset (hoist.hpp).
+    auto differs = [&](const auto& a, const auto& b) { return !same_values(*a.body, *b.body); };
     (void)differs;  // unused when the pass has no reduction
     ((active[J] = first_same_task<Reds, J>() == J ||
                   differs(std::get<J>(reds), std::get<first_same_task<Reds, J>()>(reds))),
@@ -349,19 +348,16 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   [&]<std::size_t... J>(std::index_sequence<J...>) {
     auto finish = [&]<std::size_t Jc>(std::integral_constant<std::size_t, Jc>) {
       using Task = std::tuple_element_t<Jc, Reds>;
+      // A duplicate reads its first copy's partials.
+      const std::size_t from = active[Jc] ? Jc : first_same_task<Reds, Jc>();
       T total = Task::op::template identity<T>();
-      for (std::size_t c = 0; c < chunks; ++c) total = Task::op::combine(total, partial[c][Jc]);
+      for (std::size_t c = 0; c < chunks; ++c) total = Task::op::combine(total, partial[c][from]);
       const auto& task = std::get<Jc>(reds);
       results[Task::id] =
           static_cast<T>(static_cast<double>(total) * task.scale + static_cast<double>(n) * task.offset);
     };
     (void)finish;
     (finish(std::integral_constant<std::size_t, J>{}), ...);
-    // Duplicates take their first copy's value.
-    ((results[std::tuple_element_t<J, Reds>::id] =
-          active[J] ? results[std::tuple_element_t<J, Reds>::id]
-                    : results[std::tuple_element_t<first_same_task<Reds, J>(), Reds>::id]),
-     ...);
   }
   (std::make_index_sequence<NR>{});
 }
