@@ -105,11 +105,16 @@ auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
 // switched off by `ok` at run time rather than by a second copy of the loop.
 template <class T, class Shared, class Reps, class Reds, class Stores, class Leaves, class Acc,
           std::size_t NR>
-TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores, const std::array<bool, NR>& active,
-                                 const bool* ok, const Reps& reps, const Leaves& leaves, const T* results,
-                                 T count_n, std::size_t at, std::size_t count, Acc& acc) {
+TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores_in,
+                                 const std::array<bool, NR>& active, const bool* ok, const Reps& reps,
+                                 const Leaves& leaves_in, const T* results, T count_n, std::size_t at,
+                                 std::size_t count, Acc& acc) {
   using B = xsimd::batch<T>;
   constexpr std::size_t W = B::size;
+  // Local copies of the input and output pointers: a SIMD store may alias any memory, so pointers
+  // read through the references would be loaded again after every store; these stay in registers.
+  const Leaves leaves = leaves_in;
+  const Stores stores = stores_in;
   auto step = [&](std::size_t i, Acc& into) {
     const auto registers = std::apply(
         [&](const auto&... leaf) { return std::tuple{register_leaf<B>{leaf.template load<B>(i)}...}; },
