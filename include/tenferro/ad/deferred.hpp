@@ -121,7 +121,7 @@ inline bool can_defer(std::span<const EagerTensor> in) {
 template <class Make>
 EagerTensor defer_op(deferred_op::kernel run, double constant, std::span<const EagerTensor> in, DType dtype,
                      std::span<const std::size_t> shape, const std::shared_ptr<EagerRuntime>& rt, bool record,
-                     deferred_op::trig pair, Make&& make) {
+                     deferred_op::op_kind kind, Make&& make) {
   auto cone_of = [&] {
     std::uint32_t c = 1;
     for (const auto& x : in) c += x.state()->cone.load(std::memory_order_acquire);
@@ -137,7 +137,7 @@ EagerTensor defer_op(deferred_op::kernel run, double constant, std::span<const E
   auto op = std::make_unique<deferred_op>();
   op->run = run;
   op->constant = constant;
-  op->pair = pair;
+  op->kind = kind;
   for (const auto& x : in) op->inputs.push_back(x.state());
   EagerTensor r = make_result(Tensor(), rt, record, std::forward<Make>(make));
   tensor_state& s = *r.state();
@@ -156,11 +156,12 @@ EagerTensor defer(const E& e, std::span<const EagerTensor> in, const std::shared
   const tensor_state& like = *in[0].state();
   const auto run =
       like.dtype() == DType::F32 ? &deferred_kernel<E, DType::F32> : &deferred_kernel<E, DType::F64>;
-  using trig = deferred_op::trig;
-  constexpr trig pair = std::is_same_v<E, cpu::unary_expr<expr::ops::sin>>   ? trig::sin
-                        : std::is_same_v<E, cpu::unary_expr<expr::ops::cos>> ? trig::cos
-                                                                             : trig::none;
-  return defer_op(run, constant_of(e), in, like.dtype(), like.extents(), rt, record, pair,
+  using kind = deferred_op::op_kind;
+  constexpr kind k = std::is_same_v<E, cpu::unary_expr<expr::ops::sin>>    ? kind::sin
+                     : std::is_same_v<E, cpu::unary_expr<expr::ops::cos>>  ? kind::cos
+                     : std::is_same_v<E, cpu::binary_expr<expr::ops::mul>> ? kind::mul
+                                                                           : kind::other;
+  return defer_op(run, constant_of(e), in, like.dtype(), like.extents(), rt, record, k,
                   std::forward<Make>(make));
 }
 
@@ -234,16 +235,45 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
       }
     }
   }
-  // sin and cos of one input: the first of the two computes both (partner), the other is skipped.
+  using kind = deferred_op::op_kind;
+  auto kind_of = [&](std::size_t j) { return group[j]->pending->kind; };
+  // x * 1 with 1 a fill (a full sum's cotangent, broadcast): its users read x itself. (Exact:
+  // x * 1 == x.) A value requested or summed is still computed.
+  std::vector<bool> aliased(m, false);
+  std::vector<source> alias_of(m);
+  for (std::size_t j = 0; j < m; ++j) {
+    for (source& s : sources[j]) {
+      if (s.index < m && aliased[s.index]) s = alias_of[s.index];
+    }
+    if (kind_of(j) != kind::mul || written[j] || j == sum) continue;
+    for (std::size_t side = 0; side < 2; ++side) {
+      const source one = sources[j][side];
+      if (one.index < m && kind_of(one.index) == kind::fill && group[one.index]->pending->constant == 1.0) {
+        aliased[j] = true;
+        alias_of[j] = sources[j][1 - side];
+        break;
+      }
+    }
+  }
+  // skip[j]: nothing left reads value j (or its sincos partner computes it).
+  std::vector<bool> skip(m, true);
+  for (std::size_t j = m; j-- > 0;) {
+    if (written[j] || j == sum) skip[j] = false;
+    if (skip[j] || aliased[j]) continue;
+    for (const source& s : sources[j]) {
+      if (s.index < m) skip[s.index] = false;
+    }
+  }
+  // sin and cos of one input: the first of the two computes both (partner).
   constexpr std::size_t none = std::size_t(-1);
   std::vector<std::size_t> partner(m, none);
-  std::vector<bool> skip(m, false);
   for (std::size_t j = 0; j < m; ++j) {
-    const deferred_op& a = *group[j]->pending;
-    if (a.pair == deferred_op::trig::none || skip[j]) continue;
+    const kind a = kind_of(j);
+    if ((a != kind::sin && a != kind::cos) || skip[j]) continue;
     for (std::size_t k = j + 1; k < m; ++k) {
-      const deferred_op& b = *group[k]->pending;
-      if (b.pair != deferred_op::trig::none && b.pair != a.pair && !skip[k] && b.inputs[0] == a.inputs[0]) {
+      const kind b = kind_of(k);
+      if ((b == kind::sin || b == kind::cos) && b != a && !skip[k] &&
+          group[k]->pending->inputs[0] == group[j]->pending->inputs[0]) {
         partner[j] = k;
         skip[k] = true;
         break;
@@ -278,7 +308,7 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
           in.clear();
           for (const auto& src : sources[j]) in.push_back(src.index < m ? at(src.index) : src.data + offset);
           if (const std::size_t k = partner[j]; k != none) {
-            const bool sin_first = group[j]->pending->pair == deferred_op::trig::sin;
+            const bool sin_first = kind_of(j) == kind::sin;
             sincos_block(at(sin_first ? j : k), at(sin_first ? k : j), static_cast<const T*>(in[0]), len);
           } else {
             group[j]->pending->run(at(j), in.data(), len, group[j]->pending->constant);

@@ -182,7 +182,7 @@ TENFERRO_INLINE EagerTensor EagerTensor::broadcast_to(const Shape& shape) const 
         dtype() == DType::F32 ? &detail::ad::fill_kernel<float> : &detail::ad::fill_kernel<double>;
     return detail::ad::defer_op(
         run, c, {}, dtype(), shape, context(), detail::ad::should_record(std::span(this, 1)),
-        detail::ad::deferred_op::trig::none, [&] {
+        detail::ad::deferred_op::op_kind::fill, [&] {
           return detail::ad::rule_node<detail::ad::broadcast_rule>(
               std::span(this, 1), "broadcast_to", detail::ad::broadcast_rule{this->shape(), shape, false});
         });

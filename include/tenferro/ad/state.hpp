@@ -130,12 +130,13 @@ struct deferred_op {
   // out[i] = f(in[0][i], ...) for i < n, over elements of the value's dtype; `constant` is the
   // number of an op such as x * 0.5.
   using kernel = void (*)(void* out, const void* const* in, std::size_t n, double constant);
-  // sin and cos of one input computed in the same pass come out of one sincos.
-  enum class trig : std::uint8_t { none, sin, cos };
+  // What a pass may treat specially: sin and cos of one input come out of one sincos; a product
+  // with a fill of 1 is its other factor.
+  enum class op_kind : std::uint8_t { other, sin, cos, mul, fill };
   kernel run;
   double constant;
   input_states inputs;
-  trig pair = trig::none;
+  op_kind kind = op_kind::other;
 };
 
 // Computes the deferred values among `states`, in one blockwise pass per dtype and size
