@@ -206,20 +206,7 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
   const std::size_t n = group[0]->size();
   constexpr std::size_t B = block_elements;
   const std::size_t m = group.size();
-  // Where each value's elements go, and where each input's come from: a value of the group (by
-  // index) or a filled tensor.
-  std::vector<T*> base(m, nullptr);
-  std::vector<std::size_t> scratch_slot(m, 0);
-  std::size_t scratch_count = 0;
-  for (std::size_t j = 0; j < m; ++j) {
-    if (written[j]) {
-      auto* s = const_cast<tensor_state*>(group[j]);
-      s->value_ = Tensor::for_overwrite<T>(s->deferred_shape);
-      base[j] = s->value_.template mutable_array<T>().data();
-    } else {
-      scratch_slot[j] = scratch_count++;
-    }
-  }
+  // Where each input's elements come from: a value of the group (by index) or a filled tensor.
   struct source {
     std::size_t index;  // in the group, or m for a filled tensor
     const T* data;
@@ -278,6 +265,25 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
         skip[k] = true;
         break;
       }
+    }
+  }
+  // Where each computed value's elements go: its own storage when written, the sum's block buffer,
+  // or a scratch tile (values the pass skips get none).
+  std::vector<bool> computed(m);
+  for (std::size_t j = 0; j < m; ++j) computed[j] = !skip[j];
+  for (std::size_t j = 0; j < m; ++j) {
+    if (partner[j] != none) computed[partner[j]] = true;
+  }
+  std::vector<T*> base(m, nullptr);
+  std::vector<std::size_t> scratch_slot(m, 0);
+  std::size_t scratch_count = 0;
+  for (std::size_t j = 0; j < m; ++j) {
+    if (written[j]) {
+      auto* s = const_cast<tensor_state*>(group[j]);
+      s->value_ = Tensor::for_overwrite<T>(s->deferred_shape);
+      base[j] = s->value_.template mutable_array<T>().data();
+    } else if (computed[j] && j != sum) {
+      scratch_slot[j] = scratch_count++;
     }
   }
   // A block (the unit of the thread split, and of sums) runs in tiles of 4 KB per value, so the
