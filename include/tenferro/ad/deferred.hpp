@@ -188,7 +188,7 @@ std::optional<Tensor> sum_deferred(const tensor_state& x);
 
 namespace tenferro::detail::ad {
 
-// sin(x) and cos(x) of n elements in one loop (one xsimd::sincos; each equal bit for bit to its
+// sin(x) and cos(x) of n elements in one loop (one math::sincos; each equal bit for bit to its
 // own kernel's result).
 template <class T>
 void sincos_block(T* sin_out, T* cos_out, const T* x, std::size_t n) {

@@ -12,7 +12,7 @@
 // pass runs without sharing.
 //
 // sin(a) and cos(a) of the same argument are both shared (even when each occurs once) and come out
-// of one xsimd::sincos, which costs little more than one of them.
+// of one math::sincos (math.hpp), which costs the same as either of them.
 //
 // The type-level work uses plain parameter packs and constexpr arrays: measured against a
 // Boost.Hana version (tuple of types, filter, count, to_set, sort), it instantiates in a fifth

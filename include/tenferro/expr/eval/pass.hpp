@@ -134,7 +134,7 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores_in,
         } else if constexpr (std::is_same_v<typename S::op_type, ops::sin>) {
           if (ok[Kc] || ok[partner]) {
             const auto [s, c] =
-                xsimd::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
+                math::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
             shared[Kc] = s;
             shared[partner] = c;
           }

@@ -3,7 +3,7 @@
 //                         when the value and the gradients both need it; see eval/cse.hpp)
 //   name                  printed name (to_string)
 //   scalar(x)             value of one element (std math)
-//   batch(x)              value of an xsimd batch (xsimd math)
+//   batch(x)              value of an xsimd batch (xsimd math; exp, sin, cos from math.hpp)
 //   derivative(a)         f'(a) as an expression of the operand `a`
 // The reverse rule of unary<Op, A> is  vjp(a, Op::derivative(a) * cotangent)  and the forward
 // rule  tangent(f(a)) = Op::derivative(a) * tangent(a)  (see derivative.hpp).
@@ -13,6 +13,7 @@
 
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/expr/nodes.hpp>
+#include <tenferro/expr/ops/math.hpp>
 
 #include <cmath>
 #include <string_view>
@@ -45,7 +46,7 @@ struct exp {
   }
   template <class B>
   static B batch(const B& x) {
-    return xsimd::exp(x);
+    return math::exp(x);
   }
   template <class A>
   static auto derivative(const A& a);
@@ -109,7 +110,7 @@ struct sin {
   }
   template <class B>
   static B batch(const B& x) {
-    return xsimd::sin(x);
+    return math::sin(x);
   }
   template <class A>
   static auto derivative(const A& a);
@@ -125,7 +126,7 @@ struct cos {
   }
   template <class B>
   static B batch(const B& x) {
-    return xsimd::cos(x);
+    return math::cos(x);
   }
   template <class A>
   static auto derivative(const A& a);
@@ -287,7 +288,7 @@ struct sigmoid {
   template <class B>
   static B batch(const B& x) {
     using T = typename B::value_type;
-    return B(T(1)) / (B(T(1)) + xsimd::exp(-x));
+    return B(T(1)) / (B(T(1)) + math::exp(-x));
   }
   template <class A>
   static auto derivative(const A& a);

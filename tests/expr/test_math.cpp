@@ -1,0 +1,156 @@
+// The engine's SIMD exp, sin, cos and sincos (expr/ops/math.hpp): error in ulp against long
+// double libm, edge values, and results that depend on each lane's own argument only.
+#include <tenferro/expr/ops/math.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+
+namespace {
+
+using B = xsimd::batch<double>;
+using F = xsimd::batch<float>;
+constexpr std::size_t W = B::size;
+namespace math = tenferro::expr::math;
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+// |got - exact| in units of the last place of the double nearest to exact.
+double ulps(double got, long double exact) {
+  const double nearest = static_cast<double>(exact);
+  if (std::isnan(nearest) || std::isinf(nearest))
+    return got == nearest || (std::isnan(got) && std::isnan(nearest)) ? 0 : inf;
+  const double a = std::fabs(nearest);
+  const double ulp = a == 0 ? std::numeric_limits<double>::denorm_min() : std::nextafter(a, inf) - a;
+  return static_cast<double>(std::fabs(static_cast<long double>(got) - exact) / ulp);
+}
+
+struct worst {
+  double sin = 0, cos = 0, exp = 0;
+};
+
+// Largest error over `count` batches of arguments uniform in [lo, hi].
+worst measure(double lo, double hi, int count, bool with_exp) {
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> u(lo, hi);
+  worst w;
+  for (int it = 0; it < count; ++it) {
+    alignas(64) std::array<double, W> x, s, c, e;
+    for (auto& v : x) v = u(rng);
+    const auto [bs, bc] = math::sincos(B::load_aligned(x.data()));
+    bs.store_aligned(s.data());
+    bc.store_aligned(c.data());
+    if (with_exp) math::exp(B::load_aligned(x.data())).store_aligned(e.data());
+    for (std::size_t l = 0; l < W; ++l) {
+      const long double xl = x[l];
+      w.sin = std::max(w.sin, ulps(s[l], std::sin(xl)));
+      w.cos = std::max(w.cos, ulps(c[l], std::cos(xl)));
+      if (with_exp) w.exp = std::max(w.exp, ulps(e[l], std::exp(xl)));
+    }
+  }
+  return w;
+}
+
+double exp1(double x) { return math::exp(B(x)).get(0); }
+double sin1(double x) { return math::sin(B(x)).get(0); }
+double cos1(double x) { return math::cos(B(x)).get(0); }
+
+}  // namespace
+
+TEST_CASE("math: sin, cos and exp are within about one ulp of the exact values") {
+  // Small arguments (no reduction), one or a few quadrants, far ones; exp up to the overflow.
+  const worst small = measure(-0.78, 0.78, 20000, true);
+  CHECK(small.sin <= 1.05);
+  CHECK(small.cos <= 1.05);
+  CHECK(small.exp <= 1.0);
+  const worst mid = measure(-700, 700, 20000, true);
+  CHECK(mid.sin <= 1.1);
+  CHECK(mid.cos <= 1.1);
+  CHECK(mid.exp <= 1.0);
+  const worst far = measure(-1e5, 1e5, 20000, false);
+  CHECK(far.sin <= 1.1);
+  CHECK(far.cos <= 1.1);
+  // Beyond 2^20 the reduction is xsimd's (a few ulp).
+  const worst huge = measure(-1e300, 1e300, 2000, false);
+  CHECK(huge.sin <= 3);
+  CHECK(huge.cos <= 3);
+}
+
+TEST_CASE("math: exp at its edges") {
+  CHECK(exp1(0.0) == 1.0);
+  CHECK(exp1(-0.0) == 1.0);
+  CHECK(exp1(inf) == inf);
+  CHECK(exp1(-inf) == 0.0);
+  CHECK(std::isnan(exp1(std::nan(""))));
+  CHECK(exp1(709.78) == std::exp(709.78));  // largest finite results
+  CHECK(ulps(exp1(709.78), std::exp(static_cast<long double>(709.78))) <= 1);
+  CHECK(exp1(709.79) == inf);
+  // Subnormal results, down to the smallest, then 0 (xsimd 8 gives 0 below -708.4).
+  for (double x : {-708.5, -720.0, -740.0, -745.0}) {
+    INFO("x = " << x);
+    CHECK(exp1(x) > 0.0);
+    CHECK(ulps(exp1(x), std::exp(static_cast<long double>(x))) <= 1);
+  }
+  CHECK(exp1(-745.1332191019411) == std::numeric_limits<double>::denorm_min());
+  CHECK(exp1(-745.14) == 0.0);
+  CHECK(exp1(1.0) == Approx(2.718281828459045).epsilon(1e-16));
+}
+
+TEST_CASE("math: sin and cos at their edges") {
+  CHECK(std::signbit(sin1(-0.0)));
+  CHECK(sin1(-0.0) == 0.0);
+  CHECK(!std::signbit(sin1(0.0)));
+  CHECK(cos1(-0.0) == 1.0);
+  CHECK(sin1(5e-324) == 5e-324);  // sin x = x for tiny x, subnormals included
+  CHECK(std::isnan(sin1(inf)));
+  CHECK(std::isnan(cos1(-inf)));
+  CHECK(std::isnan(sin1(std::nan(""))));
+  // Quadrant boundaries and the last fast argument and the first one beyond.
+  for (double x : {1.5707963267948966, 3.141592653589793, -4.71238898038469, 0x1p20, 0x1p20 + 1, 1e22}) {
+    INFO("x = " << x);
+    CHECK(ulps(sin1(x), std::sin(static_cast<long double>(x))) <= 2);
+    CHECK(ulps(cos1(x), std::cos(static_cast<long double>(x))) <= 2);
+  }
+  CHECK(sin1(3.141592653589793) == Approx(1.2246467991473532e-16).epsilon(1e-15));
+}
+
+TEST_CASE("math: a lane's result depends on its own argument only") {
+  // The same argument next to small neighbours (no reduction), ordinary ones, and edge values
+  // (a far argument, an overflow, NaN) gives the same bits.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-0.78, 0.78), wide(-40, 40);
+  const std::array<double, W - 1> small_neighbours{0.1, -0.2, 0.3, 0.05, -0.7, 0.0, 0.6};
+  const std::array<double, W - 1> edge_neighbours{3.0, 1e7, -900.0, 800.0, std::nan(""), inf, 0.3};
+  auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+  int differing = 0;
+  for (int it = 0; it < 20000; ++it) {
+    const double v = it % 3 == 0 ? wide(rng) : it % 7 == 0 ? -0.0 : u(rng);
+    alignas(64) std::array<double, W> a{}, b{};
+    a[0] = b[0] = v;
+    std::copy(small_neighbours.begin(), small_neighbours.begin() + (W - 1), a.begin() + 1);
+    std::copy(edge_neighbours.begin(), edge_neighbours.begin() + (W - 1), b.begin() + 1);
+    const auto [sa, ca] = math::sincos(B::load_aligned(a.data()));
+    const auto [sb, cb] = math::sincos(B::load_aligned(b.data()));
+    const B ea = math::exp(B::load_aligned(a.data())), eb = math::exp(B::load_aligned(b.data()));
+    differing += bits(sa.get(0)) != bits(sb.get(0));
+    differing += bits(ca.get(0)) != bits(cb.get(0));
+    differing += bits(ea.get(0)) != bits(eb.get(0));
+    // sin and cos alone are the two halves of sincos.
+    differing += bits(math::sin(B::load_aligned(b.data())).get(0)) != bits(sb.get(0));
+    differing += bits(math::cos(B::load_aligned(b.data())).get(0)) != bits(cb.get(0));
+  }
+  CHECK(differing == 0);
+}
+
+TEST_CASE("math: float batches use xsimd's functions") {
+  alignas(64) std::array<float, F::size> x{};
+  for (std::size_t l = 0; l < x.size(); ++l) x[l] = -2.0f + 0.37f * static_cast<float>(l);
+  const F v = F::load_aligned(x.data());
+  CHECK(xsimd::all(math::exp(v) == xsimd::exp(v)));
+  CHECK(xsimd::all(math::sin(v) == xsimd::sin(v)));
+  CHECK(xsimd::all(math::cos(v) == xsimd::cos(v)));
+}
