@@ -114,10 +114,22 @@ TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A
   return {s, c};
 }
 
+// sincos for a batch with a lane beyond 2^20, inf or NaN: those lanes from xsimd's sincos (its
+// reduction handles any argument), the others kept.
+template <class A>
+[[gnu::noinline]] std::pair<xsimd::batch<double, A>, xsimd::batch<double, A>> sincos_far(
+    const xsimd::batch<double, A>& x, const xsimd::batch<double, A>& sin_x,
+    const xsimd::batch<double, A>& cos_x) {
+  using B = xsimd::batch<double, A>;
+  const auto fast = xsimd::abs(x) <= B(trig_fast_limit);
+  const auto [far_sin, far_cos] = xsimd::sincos(x);
+  return {xsimd::select(fast, sin_x, far_sin), xsimd::select(fast, cos_x, far_cos)};
+}
+
 }  // namespace detail
 
 template <class T, class A>
-xsimd::batch<T, A> exp(const xsimd::batch<T, A>& x) {
+TENFERRO_ALWAYS_INLINE xsimd::batch<T, A> exp(const xsimd::batch<T, A>& x) {
   return xsimd::exp(x);
 }
 
@@ -135,7 +147,7 @@ TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> exp(const xsimd::batch<double, A>
 }
 
 template <class T, class A>
-std::pair<xsimd::batch<T, A>, xsimd::batch<T, A>> sincos(const xsimd::batch<T, A>& x) {
+TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<T, A>, xsimd::batch<T, A>> sincos(const xsimd::batch<T, A>& x) {
   return xsimd::sincos(x);
 }
 
@@ -163,16 +175,14 @@ TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A
   const B flip = (s ^ c) & xsimd::bitwise_cast<B>(-(q & I(1)));
   const B sin_x = xsimd::select(x == B(0.0), x, (s ^ flip) ^ xsimd::bitwise_cast<B>((q & I(2)) << 62));
   const B cos_x = (c ^ flip) ^ xsimd::bitwise_cast<B>(((q + I(1)) & I(2)) << 62);
-  const auto fast = xsimd::abs(x) <= B(detail::trig_fast_limit);
-  if (xsimd::all(fast)) [[likely]] {
+  if (xsimd::all(xsimd::abs(x) <= B(detail::trig_fast_limit))) [[likely]] {
     return {sin_x, cos_x};
   }
-  const auto [big_sin, big_cos] = xsimd::sincos(x);
-  return {xsimd::select(fast, sin_x, big_sin), xsimd::select(fast, cos_x, big_cos)};
+  return detail::sincos_far(x, sin_x, cos_x);
 }
 
 template <class T, class A>
-xsimd::batch<T, A> sin(const xsimd::batch<T, A>& x) {
+TENFERRO_ALWAYS_INLINE xsimd::batch<T, A> sin(const xsimd::batch<T, A>& x) {
   if constexpr (std::is_same_v<T, double>) {
     return math::sincos(x).first;
   } else {
@@ -181,7 +191,7 @@ xsimd::batch<T, A> sin(const xsimd::batch<T, A>& x) {
 }
 
 template <class T, class A>
-xsimd::batch<T, A> cos(const xsimd::batch<T, A>& x) {
+TENFERRO_ALWAYS_INLINE xsimd::batch<T, A> cos(const xsimd::batch<T, A>& x) {
   if constexpr (std::is_same_v<T, double>) {
     return math::sincos(x).second;
   } else {
