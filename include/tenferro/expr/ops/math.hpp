@@ -12,7 +12,8 @@
 // Coefficients come from a Remez fit of the relative error, rounded to double. Measured against
 // long double libm over 3.2 million random arguments per range: exp <= 0.99 ulp everywhere;
 // sin and cos <= 1.03 ulp for |x| <= 700 and <= 1.07 ulp for |x| <= 1e5 (xsimd 8's: 1.45-2.3).
-// They cost about 0.6x (sin, cos, sincos) and 0.8x (exp) of xsimd's functions on AVX-512.
+// On AVX-512 exp takes about 0.75x of xsimd's time; sin, cos and sincos about the same time as
+// xsimd's (0.9-1.1x, by argument range).
 //
 // Edges: exp gives inf above 709.78, subnormals down to 2^-1074 and 0 below (xsimd 8 flushes
 // them to 0 below -708.4), NaN for NaN. sin/cos of |x| > 2^20, inf or NaN are xsimd's (its
@@ -62,8 +63,7 @@ inline constexpr double two_over_pi = 0x1.45f306dc9c883p-1;
 inline constexpr double pio2_1 = 0x1.921fb54400000p+0;    // 31 bits
 inline constexpr double pio2_2 = 0x1.0b4611a600000p-34;   // 33 bits
 inline constexpr double pio2_34 = 0x1.3198a2e037073p-69;  // the rest, rounded
-inline constexpr double pio4 = 0x1.921fb54442d18p-1;
-inline constexpr double trig_fast_limit = 0x1p20;  // k < 2^20: k * pio2_1, k * pio2_2 exact
+inline constexpr double trig_fast_limit = 0x1p20;         // k < 2^20: k * pio2_1, k * pio2_2 exact
 
 template <class A>
 using int_batch = xsimd::batch<std::int64_t, A>;
@@ -156,12 +156,6 @@ TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A
     const xsimd::batch<double, A>& x) {
   using B = xsimd::batch<double, A>;
   using I = detail::int_batch<A>;
-  if (xsimd::all(xsimd::abs(x) <= B(detail::pio4))) {
-    // k = 0 in every lane: no reduction, no quadrant; the same code on r = x, r_lo = 0 gives
-    // the same bits as the general path would.
-    auto [s, c] = detail::sincos_reduced(x, B(0.0));
-    return {xsimd::select(x == B(0.0), x, s), c};
-  }
   const B t = xsimd::fma(x, B(detail::two_over_pi), B(detail::shifter));
   const B k = t - B(detail::shifter);
   // r + r_lo = x - k pi/2: the first two products are exact, the first difference too.
