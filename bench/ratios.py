@@ -27,3 +27,11 @@ for workload in ["sum_square", "sin_exp", "lse", "normal"]:
         ratio = f"{pt / vg:.1f}" if pt else "-"
         print(f"| {workload} | {n:.0e} | {threads} | {vg:.1f} | {value:.1f} | {hand:.1f} | {pt_text} |"
               f" {vg / hand:.2f} | {vg / value:.2f} | {ratio} |")
+
+print()
+print("| SIMD math, 4096 doubles in [-3, 3] | xsimd ns/element | tenferro ns/element | tenferro / xsimd |")
+print("| --- | ---: | ---: | ---: |")
+for fn in ["exp", "sin", "cos", "sincos"]:
+    xs = ours[(f"math_{fn}_xsimd", 0, 1)] / 4096  # the math benchmarks report ns
+    tf = ours[(f"math_{fn}_tenferro", 0, 1)] / 4096
+    print(f"| {fn} | {xs:.3f} | {tf:.3f} | {tf / xs:.2f} |")

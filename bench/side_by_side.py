@@ -21,8 +21,9 @@ def run_benchmark(program, min_time):
         if b.get("aggregate_name") != "median":
             continue
         parts = b["run_name"].split("/")
+        n = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0  # 0: no size argument
         threads = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 1
-        times[(parts[0], int(parts[1]), threads)] = b["real_time"]
+        times[(parts[0], n, threads)] = b["real_time"]
     return times
 
 
