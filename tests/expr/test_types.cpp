@@ -27,6 +27,14 @@ TEST_CASE("an expression is a type, building it does no work") {
   CHECK(to_string(f) == "sin(x0) * x1 + exp(x0 * x1)");
 }
 
+TEST_CASE("only subtrees with constants can differ between occurrences of one type") {
+  // The fused loop looks at run time only whether such subtrees agree (eval/kernel.hpp).
+  STATIC_REQUIRE(!holds_values<std::remove_cvref_t<decltype(sin(x))>>);
+  STATIC_REQUIRE(!holds_values<std::remove_cvref_t<decltype(exp(x * y) * cos(x))>>);
+  STATIC_REQUIRE(holds_values<std::remove_cvref_t<decltype(sin(2.0 * x))>>);
+  STATIC_REQUIRE(holds_values<std::remove_cvref_t<decltype(exp(x * y) + 1.0)>>);
+}
+
 TEST_CASE("derivatives are simplified types") {
   auto f = sin(x) * y + exp(x * y);
   CHECK(to_string(derivative(f, x)) == "cos(x0) * x1 + exp(x0 * x1) * x1");

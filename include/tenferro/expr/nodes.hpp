@@ -137,4 +137,19 @@ constexpr bool same_values(const reduction<Op, E>& a, const reduction<Op, E>& b)
   return same_values(a.body, b.body);
 }
 
+// Whether two nodes of type E can differ in value (E holds a constant or a hoisted value): only
+// then does same_values need a run-time look.
+template <class E>
+inline constexpr bool holds_values = false;
+template <>
+inline constexpr bool holds_values<constant> = true;
+template <std::size_t K>
+inline constexpr bool holds_values<hoisted<K>> = true;
+template <class Op, class E>
+inline constexpr bool holds_values<unary<Op, E>> = holds_values<E>;
+template <class Op, class L, class R>
+inline constexpr bool holds_values<binary<Op, L, R>> = holds_values<L> || holds_values<R>;
+template <class Op, class E>
+inline constexpr bool holds_values<reduction<Op, E>> = holds_values<E>;
+
 }  // namespace tenferro::expr

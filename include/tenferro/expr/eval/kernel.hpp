@@ -102,7 +102,9 @@ TENFERRO_NOINLINE B eval_unshared(const E& e, const Ctx& ctx) {
 template <std::size_t Base, class B, class E, class Ctx>
 TENFERRO_ALWAYS_INLINE B eval_batch(const E& e, const Ctx& ctx) {
   constexpr std::size_t k = shared_index<typename Ctx::shared_types, E>;
-  if constexpr (k != not_shared) {
+  if constexpr (k != not_shared && !holds_values<E>) {
+    return ctx.shared[k];  // every occurrence has the one value: no run-time look
+  } else if constexpr (k != not_shared) {
     if (ctx.ok[k]) [[likely]] {
       return ctx.shared[k];
     }

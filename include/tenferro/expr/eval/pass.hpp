@@ -129,12 +129,12 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores_in,
         using S = std::remove_cvref_t<decltype(*std::get<Kc>(reps).node)>;
         using P = typename trig_partner<S>::type;
         constexpr std::size_t partner = std::is_void_v<P> ? not_shared : shared_index<Shared, P>;
+        // A subtree holding no constants has one value wherever it occurs: computed, unlooked.
         if constexpr (partner == not_shared) {
-          if (ok[Kc]) shared[Kc] = eval_node<Rep::base, B>(*std::get<Kc>(reps).node, ctx);
+          if (!holds_values<S> || ok[Kc]) shared[Kc] = eval_node<Rep::base, B>(*std::get<Kc>(reps).node, ctx);
         } else if constexpr (std::is_same_v<typename S::op_type, ops::sin>) {
-          if (ok[Kc] || ok[partner]) {
-            const auto [s, c] =
-                math::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
+          if (!holds_values<S> || ok[Kc] || ok[partner]) {
+            const auto [s, c] = math::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
             shared[Kc] = s;
             shared[partner] = c;
           }
