@@ -31,14 +31,48 @@
 #include <type_traits>
 #include <utility>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace tenferro::expr::math {
 
 namespace detail {
 
+// x * y + z and z - x * y, rounded once. xsimd 8 has no AVX-512 kernel for fma: its generic one
+// is x * y + z, fused only where the compiler contracts it (not at -O1, not under
+// -ffp-contract=off, which -std=c++20 implies), so AVX-512 batches use the instructions directly.
+template <class A>
+TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> fmadd(const xsimd::batch<double, A>& x,
+                                                     const xsimd::batch<double, A>& y,
+                                                     const xsimd::batch<double, A>& z) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    return _mm512_fmadd_pd(x, y, z);
+  } else
+#endif
+  {
+    return xsimd::fma(x, y, z);
+  }
+}
+template <class A>
+TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> fnmadd(const xsimd::batch<double, A>& x,
+                                                      const xsimd::batch<double, A>& y,
+                                                      const xsimd::batch<double, A>& z) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    return _mm512_fnmadd_pd(x, y, z);
+  } else
+#endif
+  {
+    return xsimd::fnma(x, y, z);
+  }
+}
+
 template <class B, std::size_t N>
 TENFERRO_ALWAYS_INLINE B horner(const B& x, const double (&c)[N]) {
   B p(c[N - 1]);
-  for (std::size_t i = N - 1; i-- > 0;) p = xsimd::fma(p, x, B(c[i]));
+  for (std::size_t i = N - 1; i-- > 0;) p = fmadd(p, x, B(c[i]));
   return p;
 }
 
@@ -73,10 +107,10 @@ template <class A>
 TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> exp_reduced(const xsimd::batch<double, A>& x,
                                                            xsimd::batch<double, A>& t) {
   using B = xsimd::batch<double, A>;
-  t = xsimd::fma(x, B(log2e), B(shifter));
+  t = fmadd(x, B(log2e), B(shifter));
   const B k = t - B(shifter);
-  B r = xsimd::fnma(k, B(ln2_hi), x);
-  r = xsimd::fnma(k, B(ln2_lo), r);
+  B r = fnmadd(k, B(ln2_hi), x);
+  r = fnmadd(k, B(ln2_lo), r);
   return horner(r, exp_poly);
 }
 
@@ -109,8 +143,8 @@ TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A
     const xsimd::batch<double, A>& r, const xsimd::batch<double, A>& r_lo) {
   using B = xsimd::batch<double, A>;
   const B z = r * r;
-  const B s = r + xsimd::fma(r * z, horner(z, sin_poly), xsimd::fnma(B(0.5) * z, r_lo, r_lo));
-  const B c = B(1.0) + xsimd::fma(z, B(-0.5), xsimd::fnma(r, r_lo, (z * z) * horner(z, cos_poly)));
+  const B s = r + fmadd(r * z, horner(z, sin_poly), fnmadd(B(0.5) * z, r_lo, r_lo));
+  const B c = B(1.0) + fmadd(z, B(-0.5), fnmadd(r, r_lo, (z * z) * horner(z, cos_poly)));
   return {s, c};
 }
 
@@ -156,13 +190,13 @@ TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A
     const xsimd::batch<double, A>& x) {
   using B = xsimd::batch<double, A>;
   using I = detail::int_batch<A>;
-  const B t = xsimd::fma(x, B(detail::two_over_pi), B(detail::shifter));
+  const B t = detail::fmadd(x, B(detail::two_over_pi), B(detail::shifter));
   const B k = t - B(detail::shifter);
   // r + r_lo = x - k pi/2: the first two products are exact, the first difference too.
-  const B r1 = xsimd::fnma(k, B(detail::pio2_1), x);
+  const B r1 = detail::fnmadd(k, B(detail::pio2_1), x);
   const B p2 = k * B(detail::pio2_2);
   const B r = r1 - p2;
-  const B r_lo = xsimd::fnma(k, B(detail::pio2_34), (r1 - r) - p2);
+  const B r_lo = detail::fnmadd(k, B(detail::pio2_34), (r1 - r) - p2);
   const auto [s, c] = detail::sincos_reduced(r, r_lo);
   // Quadrant q = k mod 4: odd q swaps sin and cos; sin is negated for q = 2, 3, cos for q = 1, 2.
   const I q = xsimd::bitwise_cast<I>(t);
