@@ -11,6 +11,7 @@
 // no error is raised.
 #pragma once
 
+#include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/expr/nodes.hpp>
 #include <tenferro/expr/ops/math.hpp>
@@ -45,7 +46,7 @@ struct exp {
     return std::exp(x);
   }
   template <class B>
-  static B batch(const B& x) {
+  TENFERRO_ALWAYS_INLINE static B batch(const B& x) {
     return math::exp(x);
   }
   template <class A>
@@ -109,7 +110,7 @@ struct sin {
     return std::sin(x);
   }
   template <class B>
-  static B batch(const B& x) {
+  TENFERRO_ALWAYS_INLINE static B batch(const B& x) {
     return math::sin(x);
   }
   template <class A>
@@ -125,7 +126,7 @@ struct cos {
     return std::cos(x);
   }
   template <class B>
-  static B batch(const B& x) {
+  TENFERRO_ALWAYS_INLINE static B batch(const B& x) {
     return math::cos(x);
   }
   template <class A>
