@@ -12,8 +12,8 @@
 // Coefficients come from a Remez fit of the relative error, rounded to double. Measured against
 // long double libm over 3.2 million random arguments per range: exp <= 0.99 ulp everywhere;
 // sin and cos <= 1.03 ulp for |x| <= 700 and <= 1.07 ulp for |x| <= 1e5 (xsimd 8's: 1.45-2.3).
-// On AVX-512 exp takes about 0.75x of xsimd's time; sin, cos and sincos about the same time as
-// xsimd's (0.9-1.1x, by argument range).
+// On AVX-512 exp takes 0.7-0.85x of xsimd's time; sin, cos and sincos 0.9-1.2x (by argument
+// range; sin alone costs a sincos).
 //
 // Edges: exp gives inf above 709.78, subnormals down to 2^-1074 and 0 below (xsimd 8 flushes
 // them to 0 below -708.4), NaN for NaN. sin/cos of |x| > 2^20, inf or NaN are xsimd's (its
