@@ -295,7 +295,9 @@ EagerTensor fusion_loss_body(const EagerTensor& x, const EagerTensor& y) {
 
 TEST_CASE("deferred fusion: values bit-identical to op by op, one pass, any thread count") {
   for (const DType dtype : {DType::F64, DType::F32}) {
-    for (const std::size_t n : {std::size_t(16384), std::size_t(100003)}) {
+    // The largest size writes with streaming stores (a pass writing >= 4 MB), its last tile not
+    // whole cache lines.
+    for (const std::size_t n : {std::size_t(16384), std::size_t(100003), (std::size_t(1) << 20) + 3}) {
       fusion_inputs off(false, 1, dtype, n);
       const Tensor want = fusion_loss_body(off.x, off.y).materialized();
       const Tensor want_sum = fusion_loss_body(off.x, off.y).reduce_sum().materialized();
@@ -321,28 +323,32 @@ TEST_CASE("deferred fusion: values bit-identical to op by op, one pass, any thre
 }
 
 TEST_CASE("deferred fusion: backward and grad agree with op by op and with the analytic gradient") {
-  const std::size_t n = 50001;
-  auto run = [&](bool fuse, std::size_t threads) {
-    fusion_inputs in(fuse, threads, DType::F64, n);
-    (in.x.sin() * in.y + (in.x * in.y).exp()).reduce_sum().backward();
-    return std::pair{as_doubles(*in.x.grad()), as_doubles(*in.y.grad())};
-  };
-  const auto [gx, gy] = run(true, 1);
-  const auto [gx_off, gy_off] = run(false, 1);
-  const auto [gx2, gy2] = run(true, 2);
-  CHECK(gx2 == gx);  // bit-identical for 1 and 2 threads
-  CHECK(gy2 == gy);
-  require_close(gx, gx_off, 1e-14, "gx fused vs op by op");
-  require_close(gy, gy_off, 1e-14, "gy fused vs op by op");
-  fusion_inputs in(false, 1, DType::F64, n);
-  const auto x = as_doubles(in.x.materialized()), y = as_doubles(in.y.materialized());
-  std::vector<double> ax(n), ay(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    ax[i] = std::cos(x[i]) * y[i] + std::exp(x[i] * y[i]) * y[i];
-    ay[i] = std::sin(x[i]) + std::exp(x[i] * y[i]) * x[i];
+  // 50001: gradients written through the caches; 2^20 + 3 doubles: with streaming stores.
+  for (const std::size_t n : {std::size_t(50001), (std::size_t(1) << 20) + 3}) {
+    INFO("n = " << n);
+    auto run = [&](bool fuse, std::size_t threads) {
+      fusion_inputs in(fuse, threads, DType::F64, n);
+      (in.x.sin() * in.y + (in.x * in.y).exp()).reduce_sum().backward();
+      return std::pair{as_doubles(*in.x.grad()), as_doubles(*in.y.grad())};
+    };
+    const auto [gx, gy] = run(true, 1);
+    const auto [gx_off, gy_off] = run(false, 1);
+    const auto [gx2, gy2] = run(true, 2);
+    CHECK(gx2 == gx);  // bit-identical for 1 and 2 threads
+    CHECK(gy2 == gy);
+    require_close(gx, gx_off, 1e-14, "gx fused vs op by op");
+    require_close(gy, gy_off, 1e-14, "gy fused vs op by op");
+    fusion_inputs in(false, 1, DType::F64, n);
+    const auto x = as_doubles(in.x.materialized()), y = as_doubles(in.y.materialized());
+    std::vector<double> ax(n), ay(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      ax[i] = std::cos(x[i]) * y[i] + std::exp(x[i] * y[i]) * y[i];
+      ay[i] = std::sin(x[i]) + std::exp(x[i] * y[i]) * x[i];
+    }
+    require_close(gx, ax, 1e-13, "gx analytic");
+    require_close(gy, ay, 1e-13, "gy analytic");
   }
-  require_close(gx, ax, 1e-13, "gx analytic");
-  require_close(gy, ay, 1e-13, "gy analytic");
+  const std::size_t n = 50001;
 
   // The functional transforms: grad of a deferred loss, and grad of grad (recorded, then fused).
   fusion_inputs on(true, 1, DType::F64, n);

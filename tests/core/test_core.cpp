@@ -1,5 +1,6 @@
 // core/: DType, Shape helpers, Error; and the xtensor compatibility header.
 #include <tenferro/core/detail/block_pool.hpp>
+#include <tenferro/core/detail/streaming.hpp>
 #include <tenferro/core/detail/xtensor.hpp>  // first, like every xtensor include
 #include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
@@ -9,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -138,4 +141,31 @@ TEST_CASE("block_pool reuses a thread's freed blocks, caps its lists and survive
   void* big = block_pool::allocate(4096);
   block_pool::deallocate(big, 4096);
   CHECK(block_pool::cached_blocks() <= before + 100 + block_pool::keep);
+}
+
+TEST_CASE("stream_copy copies any length to any address, streaming whole aligned lines") {
+  // Source and destination at every offset within a cache line, lengths around whole lines.
+  alignas(64) double src[64 + 16];
+  for (std::size_t i = 0; i < std::size(src); ++i) src[i] = 0.5 + double(i);
+  for (std::size_t from = 0; from < 8; ++from) {
+    for (std::size_t to = 0; to < 8; ++to) {
+      for (const std::size_t n : {0, 1, 7, 8, 9, 16, 63, 64}) {
+        alignas(64) double dst[64 + 16];
+        std::fill(std::begin(dst), std::end(dst), -1.0);
+        tenferro::detail::stream_copy(dst + to, src + from, n);
+        tenferro::detail::stream_fence();
+        INFO("from " << from << " to " << to << " n " << n);
+        for (std::size_t i = 0; i < std::size(dst); ++i) {
+          const bool inside = i >= to && i < to + n;
+          REQUIRE(dst[i] == (inside ? src[from + i - to] : -1.0));
+        }
+      }
+    }
+  }
+  // Floats: 16 to a line.
+  alignas(64) float f[32], g[32];
+  for (std::size_t i = 0; i < 32; ++i) f[i] = float(i) * 0.25f;
+  tenferro::detail::stream_copy(g, f, 32);
+  tenferro::detail::stream_fence();
+  CHECK(std::equal(f, f + 32, g));
 }

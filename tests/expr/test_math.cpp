@@ -81,10 +81,10 @@ TEST_CASE("math: sin, cos and exp are within one ulp of the exact values") {
   const worst far = measure(-0x1p20, 0x1p20, 20000, false);
   CHECK(far.sin <= trig_bound);
   CHECK(far.cos <= trig_bound);
-  // Beyond 2^20 the reduction is xsimd's (a few ulp).
+  // Beyond 2^20 the lanes come from the C library's sin and cos (glibc: within one ulp).
   const worst huge = measure(-1e300, 1e300, 2000, false);
-  CHECK(huge.sin <= 3);
-  CHECK(huge.cos <= 3);
+  CHECK(huge.sin <= 1.0);
+  CHECK(huge.cos <= 1.0);
 }
 
 TEST_CASE("math: exp at its edges") {

@@ -12,15 +12,17 @@
 // Coefficients come from a Remez fit of the relative error, rounded to double. Measured against
 // long double libm over 3.2 million random arguments per range, with fused multiply-adds
 // (AVX-512, FMA3): exp <= 0.99 ulp everywhere; sin and cos <= 0.99 ulp for |x| <= 2^20 (xsimd
-// 8's: 1.17 near 0, 1.45-1.48 up to 700, 2.2-2.4 beyond). Without FMA (SSE2, AVX) exp reaches
+// 8's: 1.17 near 0, 1.45-1.48 up to 700, 2.2-2.4 beyond); beyond 2^20 as the C library (glibc:
+// within one ulp). Without FMA (SSE2, AVX) exp reaches
 // 1.25 ulp.
 // On AVX-512 exp takes 0.7-0.85x of xsimd's time; sin, cos and sincos 0.9-1.2x (by argument
 // range; sin alone costs a sincos).
 //
 // Edges: exp gives inf above 709.78, subnormals down to 2^-1074 and 0 below (xsimd 8 flushes
-// them to 0 below -708.4), NaN for NaN. sin/cos of |x| > 2^20, inf or NaN are xsimd's (its
-// reduction handles any argument). sin(-0) = -0. Each lane's result depends on its own argument
-// only: a batch with an edge lane recomputes, and keeps the others' bits unchanged.
+// them to 0 below -708.4), NaN for NaN. sin/cos of |x| > 2^20, inf or NaN come from the C
+// library's sin and cos, lane by lane (their reduction handles any argument). sin(-0) = -0. Each lane's
+// result depends on its own argument only: a batch with an edge lane recomputes, and keeps the others' bits
+// unchanged.
 //
 // Batches of float use xsimd's functions.
 #pragma once
@@ -28,6 +30,7 @@
 #include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -157,16 +160,26 @@ TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A
   return {s, c};
 }
 
-// sincos for a batch with a lane beyond 2^20, inf or NaN: those lanes from xsimd's sincos (its
-// reduction handles any argument), the others kept.
+// sincos for a batch with a lane beyond 2^20, inf or NaN: those lanes from the C library's sin and
+// cos (which reduce any argument exactly), one lane at a time; the others kept. Out of line and
+// cold: such arguments are rare, and the scalar calls keep a multi-precision reduction out of
+// every kernel that inlines sincos.
 template <class A>
-[[gnu::noinline]] std::pair<xsimd::batch<double, A>, xsimd::batch<double, A>> sincos_far(
+[[gnu::noinline, gnu::cold]] std::pair<xsimd::batch<double, A>, xsimd::batch<double, A>> sincos_far(
     const xsimd::batch<double, A>& x, const xsimd::batch<double, A>& sin_x,
     const xsimd::batch<double, A>& cos_x) {
   using B = xsimd::batch<double, A>;
-  const auto fast = xsimd::abs(x) <= B(trig_fast_limit);
-  const auto [far_sin, far_cos] = xsimd::sincos(x);
-  return {xsimd::select(fast, sin_x, far_sin), xsimd::select(fast, cos_x, far_cos)};
+  alignas(A::alignment()) double xs[B::size], s[B::size], c[B::size];
+  x.store_aligned(xs);
+  sin_x.store_aligned(s);
+  cos_x.store_aligned(c);
+  for (std::size_t i = 0; i < B::size; ++i) {
+    if (!(std::abs(xs[i]) <= trig_fast_limit)) {
+      s[i] = std::sin(xs[i]);
+      c[i] = std::cos(xs[i]);
+    }
+  }
+  return {B::load_aligned(s), B::load_aligned(c)};
 }
 
 }  // namespace detail
