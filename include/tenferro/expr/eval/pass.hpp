@@ -97,7 +97,8 @@ auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
   (std::make_index_sequence<std::tuple_size_v<Leaves>>{});
 }
 
-// The fused loop: `count` elements (a whole number of batches) from element `at`. Flattened so
+// The fused loop: `count` elements (a whole number of batches) from element `at`, the start of a
+// chunk, with `flushes` whole chunks first (see the end of the loop). Flattened so
 // that the whole tree, xsimd's math included, is one loop body: the compiler then computes a
 // subexpression shared by the value and the gradients (exp(x * y) in sin(x) * y + exp(x * y))
 // once. It is instantiated once per pass: the last partial batch goes through it too (padded,
@@ -108,13 +109,18 @@ template <class T, class Shared, class Reps, class Reds, class Stores, class Lea
 TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores_in,
                                  const std::array<bool, NR>& active, const bool* ok, const Reps& reps,
                                  const Leaves& leaves_in, const T* results, T count_n, std::size_t at,
-                                 std::size_t count, Acc& acc) {
+                                 std::size_t count, Acc& acc, std::array<T, NR>* partial,
+                                 std::size_t flushes) {
   using B = xsimd::batch<T>;
   constexpr std::size_t W = B::size;
-  // Local copies of the input and output pointers: a SIMD store may alias any memory, so pointers
-  // read through the references would be loaded again after every store; these stay in registers.
+  // Local copies of the input and output pointers and of the trees (their hoisted values): a SIMD
+  // store may alias any memory, so what is read through pointers would be loaded again after
+  // every store; these stay in registers.
   const Leaves leaves = leaves_in;
   const Stores stores = stores_in;
+  const auto bodies = std::apply([](const auto&... r) { return std::tuple{*r.body...}; }, reds);
+  const auto exprs = std::apply([](const auto&... t) { return std::tuple{*t.expr...}; }, stores);
+  const auto rep_nodes = std::apply([](const auto&... r) { return std::tuple{*r.node...}; }, reps);
   auto step = [&](std::size_t i, Acc& into) {
     const auto registers = std::apply(
         [&](const auto&... leaf) { return std::tuple{register_leaf<B>{leaf.template load<B>(i)}...}; },
@@ -126,15 +132,15 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores_in,
     [&]<std::size_t... K>(std::index_sequence<K...>) {
       auto fill = [&]<std::size_t Kc>(std::integral_constant<std::size_t, Kc>) {
         using Rep = std::tuple_element_t<Kc, Reps>;
-        using S = std::remove_cvref_t<decltype(*std::get<Kc>(reps).node)>;
+        using S = std::tuple_element_t<Kc, std::remove_const_t<decltype(rep_nodes)>>;
         using P = typename trig_partner<S>::type;
         constexpr std::size_t partner = std::is_void_v<P> ? not_shared : shared_index<Shared, P>;
         // A subtree holding no constants has one value wherever it occurs: computed, unlooked.
         if constexpr (partner == not_shared) {
-          if (!holds_values<S> || ok[Kc]) shared[Kc] = eval_node<Rep::base, B>(*std::get<Kc>(reps).node, ctx);
+          if (!holds_values<S> || ok[Kc]) shared[Kc] = eval_node<Rep::base, B>(std::get<Kc>(rep_nodes), ctx);
         } else if constexpr (std::is_same_v<typename S::op_type, ops::sin>) {
           if (!holds_values<S> || ok[Kc] || ok[partner]) {
-            const auto [s, c] = math::sincos(eval_batch<Rep::base, B>(std::get<Kc>(reps).node->operand, ctx));
+            const auto [s, c] = math::sincos(eval_batch<Rep::base, B>(std::get<Kc>(rep_nodes).operand, ctx));
             shared[Kc] = s;
             shared[partner] = c;
           }
@@ -147,46 +153,70 @@ TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores_in,
     [&]<std::size_t... J>(std::index_sequence<J...>) {
       auto reduce_one = [&]<std::size_t Jc>(std::integral_constant<std::size_t, Jc>) {
         using Task = std::tuple_element_t<Jc, Reds>;
-        if (first_same_task<Reds, Jc>() != Jc && !active[Jc]) return;
-        into[Jc] = Task::op::combine(into[Jc], eval_batch<Task::id + 1, B>(*std::get<Jc>(reds).body, ctx));
+        // A duplicate of an earlier reduction: computed only when its constants differ (never
+        // when its body holds none, decided here rather than per batch).
+        if constexpr (first_same_task<Reds, Jc>() != Jc) {
+          if (!holds_values<typename Task::body_type> || !active[Jc]) return;
+        }
+        into[Jc] = Task::op::combine(into[Jc], eval_batch<Task::id + 1, B>(std::get<Jc>(bodies), ctx));
       };
       (void)reduce_one;  // unused when the pass has no reduction
       (reduce_one(std::integral_constant<std::size_t, J>{}), ...);
     }
     (std::make_index_sequence<NR>{});
-    std::apply(
-        [&](const auto&... task) {
-          auto store_one = [&](const auto& t) {
-            using Task = std::remove_cvref_t<decltype(t)>;
-            eval_batch<Task::base, B>(*t.expr, ctx).store_unaligned(t.out + i);
-          };
-          (void)store_one;
-          (store_one(task), ...);
-        },
-        stores);
+    [&]<std::size_t... S>(std::index_sequence<S...>) {
+      auto store_one = [&]<std::size_t Sc>(std::integral_constant<std::size_t, Sc>) {
+        using Task = std::tuple_element_t<Sc, Stores>;
+        eval_batch<Task::base, B>(std::get<Sc>(exprs), ctx).store_unaligned(std::get<Sc>(stores).out + i);
+      };
+      (void)store_one;
+      (store_one(std::integral_constant<std::size_t, S>{}), ...);
+    }
+    (std::make_index_sequence<std::tuple_size_v<Stores>>{});
   };
-  if constexpr (NR > 0 && pass_cost<Reds, Stores> <= interleave_cost) {
-    // Two independent accumulators, in registers. Fixed order, so still deterministic.
-    Acc even = acc;
-    Acc odd;
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((odd[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
-    }
-    (std::make_index_sequence<NR>{});
-    std::size_t k = 0;
-    for (; k + 2 * W <= count; k += 2 * W) {
-      step(at + k, even);
-      step(at + k + W, odd);
-    }
-    if (k < count) step(at + k, even);
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(even[J], odd[J])), ...);
-    }
-    (std::make_index_sequence<NR>{});
-  } else {
+  // The first `flushes` chunks (whole ones) each reduce from the identity into partial[c]; the
+  // rest of the elements (the range's last chunk) into acc. One loop for a run of chunks, so the
+  // accumulators stay in registers across them. Without reductions, one stretch.
+  const std::size_t chunks_out = NR > 0 ? flushes : 0;
+  for (std::size_t c = 0;; ++c) {
+    const bool last = c == chunks_out;
+    const std::size_t from = at + c * chunk_elements;
+    const std::size_t len = last ? count - c * chunk_elements : chunk_elements;
     Acc local = acc;  // in registers, not behind the reference
-    for (std::size_t k = 0; k < count; k += W) step(at + k, local);
-    acc = local;
+    if (!last) {
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((local[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
+      }
+      (std::make_index_sequence<NR>{});
+    }
+    if constexpr (NR > 0 && pass_cost<Reds, Stores> <= interleave_cost) {
+      // Two independent accumulators, in registers. Fixed order, so still deterministic.
+      Acc odd;
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((odd[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
+      }
+      (std::make_index_sequence<NR>{});
+      std::size_t k = 0;
+      for (; k + 2 * W <= len; k += 2 * W) {
+        step(from + k, local);
+        step(from + k + W, odd);
+      }
+      if (k < len) step(from + k, local);
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((local[J] = std::tuple_element_t<J, Reds>::op::combine(local[J], odd[J])), ...);
+      }
+      (std::make_index_sequence<NR>{});
+    } else {
+      for (std::size_t k = 0; k < len; k += W) step(from + k, local);
+    }
+    if (last) {
+      acc = local;
+      return;
+    }
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((partial[c][J] = horizontal<typename std::tuple_element_t<J, Reds>::op>(local[J])), ...);
+    }
+    (std::make_index_sequence<NR>{});
   }
 }
 
@@ -286,9 +316,12 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     });
   }
 
-  auto run_chunk = [&](std::size_t c) {
-    const std::size_t begin = c * chunk_elements;
-    const std::size_t end = std::min(n, begin + chunk_elements);
+  // Chunks [first, last): the partials of all but the last come out of the loop, the last one's
+  // after its padded tail batch.
+  auto run_chunks = [&](std::size_t first, std::size_t last) {
+    const std::size_t c = last - 1;
+    const std::size_t begin = first * chunk_elements;
+    const std::size_t end = std::min(n, last * chunk_elements);
     std::array<B, NR> acc;
     [&]<std::size_t... J>(std::index_sequence<J...>) {
       ((acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
@@ -297,7 +330,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
 
     const std::size_t body_end = begin + (end - begin) / W * W;
     fused_loop<T, Shared>(reds, stores, active, ok.data(), reps, leaves, results, count_n, begin,
-                          body_end - begin, acc);
+                          body_end - begin, acc, partial + first, last - 1 - first);
     if (body_end < end) {
       // The last partial batch: inputs padded with an in-domain value, outputs written to a
       // batch-sized buffer and copied out, reductions masked to the valid lanes.
@@ -317,7 +350,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       }
       (std::make_index_sequence<NR>{});
       fused_loop<T, Shared>(reds, tail_stores, active, ok.data(), reps, tail, results, count_n, 0, W,
-                            tail_acc);
+                            tail_acc, partial, 0);
       [&]<std::size_t... J>(std::index_sequence<J...>) {
         ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(
               acc[J], xsimd::select(lane_indices<B>() < B(static_cast<T>(count)), tail_acc[J],
@@ -342,12 +375,10 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   if (chunks > 1 && n * cost >= parallel_work && tbb::this_task_arena::max_concurrency() > 1) {
     tbb::parallel_for(
         tbb::blocked_range<std::size_t>(0, chunks, 1),
-        [&](const tbb::blocked_range<std::size_t>& r) {
-          for (std::size_t c = r.begin(); c != r.end(); ++c) run_chunk(c);
-        },
+        [&](const tbb::blocked_range<std::size_t>& r) { run_chunks(r.begin(), r.end()); },
         tbb::simple_partitioner{});
-  } else {
-    for (std::size_t c = 0; c < chunks; ++c) run_chunk(c);
+  } else if (chunks > 0) {
+    run_chunks(0, chunks);
   }
 
   [&]<std::size_t... J>(std::index_sequence<J...>) {
