@@ -364,6 +364,34 @@ TEST_CASE("deferred fusion: backward and grad agree with op by op and with the a
   require_close(as_doubles(h.materialized()), h_want, 1e-14, "grad of grad of x^3");
 }
 
+TEST_CASE("deferred fusion: several values written by one streaming pass, read by later ops in it") {
+  // 2^20 + 3 elements: every value >= 4 MB goes out with streaming stores, the last tile by an
+  // ordinary copy. sin(x) and cos(x) are a written sincos pair; x * y is written and also read by
+  // exp in the same pass.
+  for (const DType dtype : {DType::F64, DType::F32}) {
+    const std::size_t n = (std::size_t(1) << 20) + 3;
+    fusion_inputs off(false, 1, dtype, n);
+    const std::vector<double> want_sin = as_doubles(off.x.sin().materialized()),
+                              want_cos = as_doubles(off.x.cos().materialized()),
+                              want_xy = as_doubles((off.x * off.y).materialized()),
+                              want_exp = as_doubles((off.x * off.y).exp().materialized());
+    for (const std::size_t threads : {1, 2}) {
+      INFO("dtype " << dtype << ", threads " << threads);
+      fusion_inputs on(true, threads, dtype, n);
+      const EagerTensor s = on.x.sin(), c = on.x.cos(), xy = on.x * on.y, e = xy.exp();
+      const std::array<const detail::ad::tensor_state*, 4> states{s.state().get(), c.state().get(),
+                                                                  xy.state().get(), e.state().get()};
+      const auto before = detail::ad::deferred_passes().load();
+      detail::ad::fill_deferred(states);
+      CHECK(detail::ad::deferred_passes().load() == before + 1);
+      CHECK(as_doubles(s.materialized()) == want_sin);
+      CHECK(as_doubles(c.materialized()) == want_cos);
+      CHECK(as_doubles(xy.materialized()) == want_xy);
+      CHECK(as_doubles(e.materialized()) == want_exp);
+    }
+  }
+}
+
 TEST_CASE("deferred fusion: inputs are released once computed, long chains are bounded, errors stay eager") {
   fusion_inputs in(true, 1, DType::F64, 20000);
   const NoGradGuard no_grad;

@@ -292,6 +292,33 @@ TEST_CASE("reductions are bit-identical for 1 and 2 threads and from run to run"
   CHECK(two.value == again.value);
   CHECK((std::get<0>(one.grad) == std::get<0>(two.grad)));
   CHECK(eval(f, a) == one.value);
+
+  // Cheap bodies (two accumulators per chunk), sizes a whole number of chunks or not, and a
+  // duplicate reduction: the serial loop flushes each chunk's partial itself, threads get one
+  // chunk per task; both sum the same partials in the same order. An elementwise result of many
+  // chunks too.
+  for (const std::size_t n : {std::size_t(4096 * 9), std::size_t(4096 * 9 + 5), std::size_t(4096 * 9 - 3)}) {
+    INFO("n = " << n);
+    vec b = vec::from_shape({n});
+    for (auto& e : b.storage()) e = u(rng);
+    auto g = sum(x * x) + sum(x) * sum(x * x);
+    auto twice = [&](int threads) {
+      tbb::task_arena arena(threads);
+      return arena.execute([&] { return std::pair{value_and_grad(g, b), eval(exp(x) * 2.0, b)}; });
+    };
+    const auto [s1, e1] = twice(1);
+    const auto [s2, e2] = twice(2);
+    CHECK(s1.value == s2.value);
+    CHECK((std::get<0>(s1.grad) == std::get<0>(s2.grad)));
+    CHECK(e1 == e2);
+    // Against a plain sum in chunk order (each chunk its own partial, combined in order).
+    long double sq = 0, lin = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      sq += static_cast<long double>(b(i)) * b(i);
+      lin += b(i);
+    }
+    CHECK(s1.value == Approx(static_cast<double>(sq + lin * sq)).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("subtrees of one type with different constants are not shared") {

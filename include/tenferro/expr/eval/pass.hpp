@@ -330,7 +330,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
 
     const std::size_t body_end = begin + (end - begin) / W * W;
     fused_loop<T, Shared>(reds, stores, active, ok.data(), reps, leaves, results, count_n, begin,
-                          body_end - begin, acc, partial + first, last - 1 - first);
+                          body_end - begin, acc, NR > 0 ? partial + first : nullptr, last - 1 - first);
     if (body_end < end) {
       // The last partial batch: inputs padded with an in-domain value, outputs written to a
       // batch-sized buffer and copied out, reductions masked to the valid lanes.
