@@ -321,6 +321,34 @@ TEST_CASE("reductions are bit-identical for 1 and 2 threads and from run to run"
   }
 }
 
+TEST_CASE("outputs of 4 MB or more of a cheap pass are written with streaming stores, exactly") {
+  // 2^19 + 5 doubles (4 MB and a partial batch), 1 and 2 threads: value, gradient, elementwise.
+  const std::size_t n = (std::size_t(1) << 19) + 5;
+  vec a = vec::from_shape({n});
+  for (std::size_t i = 0; i < n; ++i) a(i) = 0.001 * static_cast<double>(i % 1000) - 0.5;
+  for (const int threads : {1, 2}) {
+    INFO("threads " << threads);
+    tbb::task_arena arena(threads);
+    arena.execute([&] {
+      const auto [value, grads] = value_and_grad(sum(square(x)), a);
+      const vec& g = std::get<0>(grads);
+      const vec e = eval(x * 3.0 - 1.0, a);
+      REQUIRE(g.size() == n);
+      for (std::size_t i = 0; i < n; ++i) {
+        REQUIRE(g(i) == 2.0 * a(i));
+        REQUIRE(e(i) == a(i) * 3.0 - 1.0);
+      }
+      CHECK(value == Approx(std::inner_product(a.begin(), a.end(), a.begin(), 0.0)).epsilon(1e-12));
+    });
+  }
+  // Floats: 2^20 + 3 (4 MB).
+  using fvec = column_major_array<float>;
+  fvec b = fvec::from_shape({(std::size_t(1) << 20) + 3});
+  for (std::size_t i = 0; i < b.size(); ++i) b(i) = 0.25f * static_cast<float>(i % 7);
+  const fvec f = eval(x * 2.0f, b);
+  for (std::size_t i = 0; i < b.size(); ++i) REQUIRE(f(i) == 2.0f * b(i));
+}
+
 TEST_CASE("subtrees of one type with different constants are not shared") {
   const vec a = {0.3, -0.7, 1.1};
   // exp(2 x) and exp(3 x) have the same type; sin(2 x) and cos(3 x) look like a sincos pair.

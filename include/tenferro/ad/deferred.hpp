@@ -50,10 +50,6 @@ namespace tenferro::detail::ad {
 
 // At most this many deferred values behind one value (a bound: shared ones may count twice).
 inline constexpr std::uint32_t max_cone = 32;
-// Values of at least this many bytes written by a pass go around the caches (streaming stores):
-// they leave the caches before they are read anyway. Backward of sum(sin(x) * y + exp(x * y)) at
-// 1e6 doubles (two 8 MB gradients written): about 1 ms less.
-inline constexpr std::size_t stream_bytes = std::size_t(4) << 20;
 // Elements of one block of a pass: one chunk of the fused loop, so a block's sum is the partial the
 // fused sum of the whole array computes for it.
 inline constexpr std::size_t block_elements = expr::detail::chunk_elements;

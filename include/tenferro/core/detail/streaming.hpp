@@ -3,14 +3,16 @@
 //
 // Used by the eager runtime's deferred passes (ad/deferred.hpp), which walk every array they
 // touch in tiles of one page: the hardware prefetchers follow a stream only within a page, so the
-// pass asks for the next tile's lines itself; and an array of several MB written by a pass
-// leaves the caches anyway, so it is written with streaming stores, which skip reading every
-// line before overwriting it (a third of the memory traffic of a pass that writes gradients).
+// pass asks for the next tile's lines itself. An array of several MB written by a pass leaves the
+// caches anyway, so the deferred passes and the fused loop's memory-bound passes
+// (expr/eval/pass.hpp) write it with streaming stores, which skip reading every line before
+// overwriting it (a third of the memory traffic of a pass that writes gradients).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__SSE2__)
 #include <immintrin.h>
@@ -19,6 +21,30 @@
 namespace tenferro::detail {
 
 inline constexpr std::size_t cache_line = 64;
+
+// Arrays of at least this many bytes written by one pass go around the caches: they leave them
+// before they are read anyway (measured: the two 8 MB gradients of a backward pass, about 1 ms
+// less, with no slower read of them afterwards).
+inline constexpr std::size_t stream_bytes = std::size_t(4) << 20;
+
+// Stores SIMD register v (an xsimd batch converts to it) at p, aligned to the register's size,
+// around the caches; any other type with an ordinary copy.
+template <class R>
+void stream_register(const R& v, void* p) noexcept {
+  std::memcpy(p, &v, sizeof(R));
+}
+#if defined(__AVX512F__)
+inline void stream_register(__m512d v, void* p) noexcept { _mm512_stream_pd(static_cast<double*>(p), v); }
+inline void stream_register(__m512 v, void* p) noexcept { _mm512_stream_ps(static_cast<float*>(p), v); }
+#endif
+#if defined(__AVX__)
+inline void stream_register(__m256d v, void* p) noexcept { _mm256_stream_pd(static_cast<double*>(p), v); }
+inline void stream_register(__m256 v, void* p) noexcept { _mm256_stream_ps(static_cast<float*>(p), v); }
+#endif
+#if defined(__SSE2__)
+inline void stream_register(__m128d v, void* p) noexcept { _mm_stream_pd(static_cast<double*>(p), v); }
+inline void stream_register(__m128 v, void* p) noexcept { _mm_stream_ps(static_cast<float*>(p), v); }
+#endif
 
 // Asks for the cache lines of [p, p + bytes) in the second-level cache, to read or to write.
 inline void prefetch_for_read(const void* p, std::size_t bytes) noexcept {
