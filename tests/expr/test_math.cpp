@@ -62,12 +62,13 @@ double cos1(double x) { return math::cos(B(x)).get(0); }
 }  // namespace
 
 // The bounds hold with fused multiply-adds (AVX-512 or FMA3); without them exp is within 1.25 ulp.
+// On AVX-512 exp is the table-driven kernel: the final rounding plus at most 0.05 ulp.
 constexpr bool fused =
     XSIMD_WITH_AVX512F || XSIMD_WITH_FMA3_AVX2 || XSIMD_WITH_FMA3_AVX || XSIMD_WITH_FMA3_SSE;
-constexpr double exp_bound = fused ? 1.0 : 1.3;
+constexpr double exp_bound = XSIMD_WITH_AVX512F ? 0.55 : fused ? 1.0 : 1.3;
 constexpr double trig_bound = fused ? 1.0 : 1.3;
 
-TEST_CASE("math: sin, cos and exp are within one ulp of the exact values") {
+TEST_CASE("math: sin, cos and exp are within one ulp of the exact values (exp 0.55 on AVX-512)") {
   // Small arguments (no reduction), one or a few quadrants, up to the end of the own reduction
   // (2^20, where its low part is largest); exp up to the overflow.
   const worst small = measure(-0.78, 0.78, 20000, true);

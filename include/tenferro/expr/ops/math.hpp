@@ -1,22 +1,24 @@
 // SIMD exp, sin, cos and sincos for batches of double: the math of the engine's exp/sin/cos ops
 // (and of every kernel built on them: sigmoid, log_sum_exp, the eager ops).
 //
-//   exp(x)     x = k ln2 + r, |r| <= ln2/2 (k by rounding x log2(e); ln2 in two parts, the first
-//              exact in k * ln2_hi); e^r by a degree-11 minimax polynomial (relative error of the
-//              polynomial 2^-58 on the interval); 2^k added to the exponent bits.
+//   exp(x)     AVX-512: x = (16 m + j) ln2/16 + r, |r| <= ln2/32; 2^(j/16) from a 16-entry table
+//              (one vpermt2pd; each entry with its rounding error in a second table), e^r - 1 by
+//              a degree-7 polynomial (2^-64); 2^m added to the exponent bits. Other instruction
+//              sets: x = k ln2 + r, |r| <= ln2/2 (k by rounding x log2(e); ln2 in two parts, the
+//              first exact in k * ln2_hi); e^r by a degree-11 minimax polynomial (2^-58).
 //   sincos(x)  x = k pi/2 + r, |r| <= pi/4; r kept as r + r_lo (pi/2 in four parts, the first two
 //              exact in their products with k for |x| <= 2^20); sin r = r + r^3 S(r^2) and
 //              cos r = 1 - r^2/2 + r^4 C(r^2), each with 6 minimax coefficients (2^-58 and 2^-64);
 //              the quadrant k mod 4 swaps them and sets the signs.
 //
-// Coefficients come from a Remez fit of the relative error, rounded to double. Measured against
-// long double libm over 3.2 million random arguments per range, with fused multiply-adds
-// (AVX-512, FMA3): exp <= 0.99 ulp everywhere; sin and cos <= 0.99 ulp for |x| <= 2^20 (xsimd
-// 8's: 1.17 near 0, 1.45-1.48 up to 700, 2.2-2.4 beyond); beyond 2^20 as the C library (glibc:
-// within one ulp). Without FMA (SSE2, AVX) exp reaches
-// 1.25 ulp.
-// On AVX-512 exp takes 0.7-0.85x of xsimd's time; sin, cos and sincos 0.9-1.2x (by argument
-// range; sin alone costs a sincos).
+// Coefficients come from a Remez fit of the relative error (exp's table kernel: a Chebyshev fit,
+// scripts/exp_table.py), rounded to double. Measured against long double libm over 3.2 million random
+// arguments per range: exp on AVX-512 <= 0.535 ulp everywhere (the final rounding and at most 0.05 ulp before
+// it); elsewhere, with fused multiply-adds (FMA3), exp <= 1.0 ulp, and without them (SSE2, AVX)
+// 1.25 ulp; sin and cos <= 0.99 ulp for |x| <= 2^20 with fused multiply-adds (xsimd 8's: 1.17
+// near 0, 1.45-1.48 up to 700, 2.2-2.4 beyond); beyond 2^20 as the C library (glibc: within one
+// ulp). On AVX-512 exp takes 0.6-0.75x of xsimd's time; sin, cos and sincos 0.9-1.2x (by
+// argument range; sin alone costs a sincos).
 //
 // Edges: exp gives inf above 709.78, subnormals down to 2^-1074 and 0 below (xsimd 8 flushes
 // them to 0 below -708.4), NaN for NaN. sin/cos of |x| > 2^20, inf or NaN come from the C
@@ -30,6 +32,7 @@
 #include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -126,18 +129,105 @@ TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> pow2(const xsimd::batch<double, A
   return xsimd::bitwise_cast<B>(xsimd::bitwise_cast<int_batch<A>>(j + B(shifter + 1023.0)) << 52);
 }
 
-// exp for a batch with a lane outside |x| < 708 (or NaN): 2^k applied in two factors, so results
+#if defined(__AVX512F__)
+// exp on AVX-512: x = (16 m + j) ln2/16 + r, |r| <= ln2/32, and e^x = 2^m 2^(j/16) e^r. The 16
+// values 2^(j/16) sit in two registers and one vpermt2pd picks a lane's; each is a double T_j
+// plus its relative error d_j (a second table), so e^x = 2^m T_j (1 + d_j + (e^r - 1)) to
+// 2^-60. e^r - 1 = r + r^2 Q(r), Q of degree 5 (Chebyshev fit; 2^-64 absolute). 11 multiply-adds
+// against 15 for the degree-11 polynomial on |r| <= ln2/2, and within 0.54 ulp instead of 0.99.
+inline constexpr double exp16_table[] = {
+    0x1.0000000000000p+0, 0x1.0b5586cf9890fp+0, 0x1.172b83c7d517bp+0, 0x1.2387a6e756238p+0,
+    0x1.306fe0a31b715p+0, 0x1.3dea64c123422p+0, 0x1.4bfdad5362a27p+0, 0x1.5ab07dd485429p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.7a11473eb0187p+0, 0x1.8ace5422aa0dbp+0, 0x1.9c49182a3f090p+0,
+    0x1.ae89f995ad3adp+0, 0x1.c199bdd85529cp+0, 0x1.d5818dcfba487p+0, 0x1.ea4afa2a490dap+0};
+alignas(64) inline constexpr double exp16_error[] = {0.0,
+                                                     0x1.79aa65d837b6dp-54,
+                                                     -0x1.01b15eaa59348p-55,
+                                                     0x1.68efde3a8a894p-54,
+                                                     0x1.34d754db0abb6p-55,
+                                                     0x1.59f48a72a4c6dp-55,
+                                                     0x1.690cebb7aafb0p-56,
+                                                     0x1.063e1e21c5409p-54,
+                                                     -0x1.3b3efbf5e2228p-54,
+                                                     -0x1.b32dcb94da51dp-56,
+                                                     0x1.db72fc1f0eab4p-55,
+                                                     0x1.1affc2b91ce27p-56,
+                                                     0x1.c1a7792cb3387p-55,
+                                                     0x1.36eae30af0cb3p-56,
+                                                     0x1.4a385a63d07a7p-56,
+                                                     -0x1.ff7128fd391f0p-55};
+// The bits of T_j minus j * 2^48: adding t's bits shifted left by 48 (that is (16 m + j) * 2^48)
+// gives the bits of 2^m T_j in one integer addition.
+struct exp16_bits_table {
+  alignas(64) std::int64_t v[16];
+};
+inline constexpr exp16_bits_table exp16_bits = [] {
+  exp16_bits_table b{};
+  for (int j = 0; j < 16; ++j) b.v[j] = std::bit_cast<std::int64_t>(exp16_table[j]) - (std::int64_t{j} << 48);
+  return b;
+}();
+inline constexpr double exp16_q[] = {0x1.0000000000001p-1, 0x1.5555555555556p-3,  0x1.55555554e93b7p-5,
+                                     0x1.11111110e1059p-7, 0x1.6c17ed5c1f49ep-10, 0x1.a01b0c3c80bbcp-13};
+inline constexpr double sixteen_over_ln2 = 0x1.71547652b82fep+4;
+inline constexpr double ln2_16_hi = 0x1.62e42fefa0000p-5;  // 37 bits: k * ln2_16_hi exact for |k| < 2^16
+inline constexpr double ln2_16_lo = 0x1.cf79abc9e3b3ap-44;
+
+// The parts of e^x: t = 16 m + j shifted (as exp_reduced's t), T_j's bits minus j * 2^48, and
+// d_j + e^r - 1.
+struct exp16_parts {
+  __m512d t;
+  __m512i bits;
+  __m512d p;
+};
+TENFERRO_ALWAYS_INLINE exp16_parts exp16_reduced(__m512d x) {
+  const __m512d t = _mm512_fmadd_pd(x, _mm512_set1_pd(sixteen_over_ln2), _mm512_set1_pd(shifter));
+  const __m512d k = _mm512_sub_pd(t, _mm512_set1_pd(shifter));
+  __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(ln2_16_hi), x);
+  r = _mm512_fnmadd_pd(k, _mm512_set1_pd(ln2_16_lo), r);
+  __m512d q = _mm512_set1_pd(exp16_q[5]);
+  for (int i = 4; i >= 0; --i) q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(exp16_q[i]));
+  const __m512d em1 = _mm512_fmadd_pd(_mm512_mul_pd(r, r), q, r);
+  // vpermt2pd reads the low 4 bits of each index lane: j.
+  const __m512i ti = _mm512_castpd_si512(t);
+  const __m512i bits =
+      _mm512_permutex2var_epi64(_mm512_load_si512(exp16_bits.v), ti, _mm512_load_si512(exp16_bits.v + 8));
+  const __m512d d = _mm512_permutex2var_pd(_mm512_load_pd(exp16_error), ti, _mm512_load_pd(exp16_error + 8));
+  return {t, bits, _mm512_add_pd(em1, d)};
+}
+#endif
+
+// Unscaled e^x and the power of two still to apply: e^x = y * 2^m. The slow path's helper, for x
+// clamped to |x| <= 746.
+template <class A>
+TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A>> exp_unscaled(
+    const xsimd::batch<double, A>& x) {
+  using B = xsimd::batch<double, A>;
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    const exp16_parts e = exp16_reduced(x);
+    const __m512i j = _mm512_and_si512(_mm512_castpd_si512(e.t), _mm512_set1_epi64(15));
+    const __m512d table = _mm512_castsi512_pd(_mm512_add_epi64(e.bits, _mm512_slli_epi64(j, 48)));
+    const B k = B(e.t) - B(shifter);
+    return {B(_mm512_fmadd_pd(table, e.p, table)), xsimd::floor(k * B(1.0 / 16))};
+  } else
+#endif
+  {
+    B t;
+    const B p = exp_reduced(x, t);
+    return {p, t - B(shifter)};
+  }
+}
+
+// exp for a batch with a lane outside |x| < 708 (or NaN): 2^m applied in two factors, so results
 // overflow to inf and underflow through the subnormals; lanes inside get the same bits as the
 // fast path (both factors are exact there).
 template <class A>
 [[gnu::noinline]] xsimd::batch<double, A> exp_edges(const xsimd::batch<double, A>& x) {
   using B = xsimd::batch<double, A>;
   const B clamped = xsimd::min(xsimd::max(x, B(-746.0)), B(746.0));
-  B t;
-  const B p = exp_reduced(clamped, t);
-  const B k = t - B(shifter);
-  const B k1 = xsimd::trunc(k * B(0.5));
-  const B y = p * pow2(k1) * pow2(k - k1);
+  const auto [p, m] = exp_unscaled(clamped);
+  const B m1 = xsimd::trunc(m * B(0.5));
+  const B y = p * pow2(m1) * pow2(m - m1);
   return xsimd::select(xsimd::isnan(x), x + x, y);
 }
 
@@ -193,9 +283,20 @@ template <class A>
 TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> exp(const xsimd::batch<double, A>& x) {
   using B = xsimd::batch<double, A>;
   using I = detail::int_batch<A>;
-  B t;
-  const B p = detail::exp_reduced(x, t);
-  const B y = xsimd::bitwise_cast<B>(xsimd::bitwise_cast<I>(p) + (xsimd::bitwise_cast<I>(t) << 52));
+  B y;
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    const detail::exp16_parts e = detail::exp16_reduced(x);
+    const __m512d scale =
+        _mm512_castsi512_pd(_mm512_add_epi64(e.bits, _mm512_slli_epi64(_mm512_castpd_si512(e.t), 48)));
+    y = _mm512_fmadd_pd(scale, e.p, scale);
+  } else
+#endif
+  {
+    B t;
+    const B p = detail::exp_reduced(x, t);
+    y = xsimd::bitwise_cast<B>(xsimd::bitwise_cast<I>(p) + (xsimd::bitwise_cast<I>(t) << 52));
+  }
   if (xsimd::all(xsimd::abs(x) < B(708.0))) [[likely]] {
     return y;
   }
