@@ -290,6 +290,41 @@ TEST_CASE("a released large buffer is reused by the next request of about its si
   CHECK(cleared.evictions == released.evictions + 2);
 }
 
+TEST_CASE("buffers of 2 MiB or more are mapped on huge-page boundaries, cached and reused") {
+  cache_limit_guard guard;
+  set_buffer_cache_limit(std::size_t{256} << 20);
+  clear_buffer_cache();
+  // 8 MB (whole huge pages), 2.4 MB (a huge page and a tail of small pages), and 2 MB (below
+  // 2 MiB with its header: from malloc).
+  for (const std::size_t n : {std::size_t{1000000}, std::size_t{300000}, std::size_t{250000}}) {
+    INFO("n = " << n);
+    std::uintptr_t first = 0;
+    {
+      const Tensor t = Tensor::full({n}, 1.5);
+      first = address_of(t);
+      CHECK(first % 64 == 0);
+#if TENFERRO_MMAP_BUFFERS
+      // Mapped: the mapping starts on a 2 MiB boundary, the elements after their 64-byte header.
+      if (n != 250000) CHECK((first - 64) % (std::size_t{2} << 20) == 0);
+#endif
+      const auto s = t.as_slice<double>();
+      CHECK(std::count(s.begin(), s.end(), 1.5) == static_cast<std::ptrdiff_t>(n));
+    }
+    const BufferCacheStats released = buffer_cache_stats();
+    CHECK(released.entries == 1);
+    {
+      const Tensor t = Tensor::full({n}, -2.0);  // the same buffer, written afresh
+      CHECK(address_of(t) == first);
+      const auto s = t.as_slice<double>();
+      CHECK(std::count(s.begin(), s.end(), -2.0) == static_cast<std::ptrdiff_t>(n));
+      CHECK(buffer_cache_stats().hits == released.hits + 1);
+    }
+    clear_buffer_cache();  // unmaps (or frees) it
+    CHECK(buffer_cache_stats().entries == 0);
+    CHECK(buffer_cache_stats().retained_bytes == 0);
+  }
+}
+
 TEST_CASE("small buffers are not cached and the cache keeps at most its limit") {
   cache_limit_guard guard;
   clear_buffer_cache();
