@@ -218,12 +218,19 @@ TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A
   }
 }
 
+// The slow paths below are out of line and take and return their batches as raw registers, by
+// value: passed in vector registers, where a `const batch&` would make every iteration of the
+// loop that inlines exp or sincos store its batches to the stack in case the call happens.
+template <class A>
+using reg = typename xsimd::batch<double, A>::register_type;
+
 // exp for a batch with a lane outside |x| < 708 (or NaN): 2^m applied in two factors, so results
 // overflow to inf and underflow through the subnormals; lanes inside get the same bits as the
 // fast path (both factors are exact there).
 template <class A>
-[[gnu::noinline]] xsimd::batch<double, A> exp_edges(const xsimd::batch<double, A>& x) {
+[[gnu::noinline]] reg<A> exp_edges(reg<A> xr) {
   using B = xsimd::batch<double, A>;
+  const B x(xr);
   const B clamped = xsimd::min(xsimd::max(x, B(-746.0)), B(746.0));
   const auto [p, m] = exp_unscaled(clamped);
   const B m1 = xsimd::trunc(m * B(0.5));
@@ -250,26 +257,21 @@ TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A
   return {s, c};
 }
 
-// sincos for a batch with a lane beyond 2^20, inf or NaN: those lanes from the C library's sin and
-// cos (which reduce any argument exactly), one lane at a time; the others kept. Out of line and
-// cold: such arguments are rare, and the scalar calls keep a multi-precision reduction out of
-// every kernel that inlines sincos.
+// sin (cosine false) or cos of a batch with a lane beyond 2^20, inf or NaN: those lanes from the
+// C library's sin or cos (which reduce any argument exactly), one lane at a time; the others keep
+// `fast`. Out of line and cold: such arguments are rare, and the scalar calls keep a
+// multi-precision reduction out of every kernel that inlines sincos. (Two calls, one per result:
+// a returned pair would travel through memory on the fast path too.)
 template <class A>
-[[gnu::noinline, gnu::cold]] std::pair<xsimd::batch<double, A>, xsimd::batch<double, A>> sincos_far(
-    const xsimd::batch<double, A>& x, const xsimd::batch<double, A>& sin_x,
-    const xsimd::batch<double, A>& cos_x) {
+[[gnu::noinline, gnu::cold]] reg<A> trig_far(reg<A> x, reg<A> fast, bool cosine) {
   using B = xsimd::batch<double, A>;
-  alignas(A::alignment()) double xs[B::size], s[B::size], c[B::size];
-  x.store_aligned(xs);
-  sin_x.store_aligned(s);
-  cos_x.store_aligned(c);
+  alignas(A::alignment()) double xs[B::size], out[B::size];
+  B(x).store_aligned(xs);
+  B(fast).store_aligned(out);
   for (std::size_t i = 0; i < B::size; ++i) {
-    if (!(std::abs(xs[i]) <= trig_fast_limit)) {
-      s[i] = std::sin(xs[i]);
-      c[i] = std::cos(xs[i]);
-    }
+    if (!(std::abs(xs[i]) <= trig_fast_limit)) out[i] = cosine ? std::cos(xs[i]) : std::sin(xs[i]);
   }
-  return {B::load_aligned(s), B::load_aligned(c)};
+  return B::load_aligned(out);
 }
 
 }  // namespace detail
@@ -300,7 +302,7 @@ TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> exp(const xsimd::batch<double, A>
   if (xsimd::all(xsimd::abs(x) < B(708.0))) [[likely]] {
     return y;
   }
-  return detail::exp_edges(x);
+  return B(detail::exp_edges<A>(x));
 }
 
 template <class T, class A>
@@ -329,7 +331,7 @@ TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A
   if (xsimd::all(xsimd::abs(x) <= B(detail::trig_fast_limit))) [[likely]] {
     return {sin_x, cos_x};
   }
-  return detail::sincos_far(x, sin_x, cos_x);
+  return {B(detail::trig_far<A>(x, sin_x, false)), B(detail::trig_far<A>(x, cos_x, true))};
 }
 
 template <class T, class A>
