@@ -140,22 +140,13 @@ inline constexpr double exp16_table[] = {
     0x1.306fe0a31b715p+0, 0x1.3dea64c123422p+0, 0x1.4bfdad5362a27p+0, 0x1.5ab07dd485429p+0,
     0x1.6a09e667f3bcdp+0, 0x1.7a11473eb0187p+0, 0x1.8ace5422aa0dbp+0, 0x1.9c49182a3f090p+0,
     0x1.ae89f995ad3adp+0, 0x1.c199bdd85529cp+0, 0x1.d5818dcfba487p+0, 0x1.ea4afa2a490dap+0};
-alignas(64) inline constexpr double exp16_error[] = {0.0,
-                                                     0x1.79aa65d837b6dp-54,
-                                                     -0x1.01b15eaa59348p-55,
-                                                     0x1.68efde3a8a894p-54,
-                                                     0x1.34d754db0abb6p-55,
-                                                     0x1.59f48a72a4c6dp-55,
-                                                     0x1.690cebb7aafb0p-56,
-                                                     0x1.063e1e21c5409p-54,
-                                                     -0x1.3b3efbf5e2228p-54,
-                                                     -0x1.b32dcb94da51dp-56,
-                                                     0x1.db72fc1f0eab4p-55,
-                                                     0x1.1affc2b91ce27p-56,
-                                                     0x1.c1a7792cb3387p-55,
-                                                     0x1.36eae30af0cb3p-56,
-                                                     0x1.4a385a63d07a7p-56,
-                                                     -0x1.ff7128fd391f0p-55};
+// clang-format off
+alignas(64) inline constexpr double exp16_error[] = {
+    0.0,                    0x1.79aa65d837b6dp-54,  -0x1.01b15eaa59348p-55, 0x1.68efde3a8a894p-54,
+    0x1.34d754db0abb6p-55,  0x1.59f48a72a4c6dp-55,  0x1.690cebb7aafb0p-56,  0x1.063e1e21c5409p-54,
+    -0x1.3b3efbf5e2228p-54, -0x1.b32dcb94da51dp-56, 0x1.db72fc1f0eab4p-55,  0x1.1affc2b91ce27p-56,
+    0x1.c1a7792cb3387p-55,  0x1.36eae30af0cb3p-56,  0x1.4a385a63d07a7p-56,  -0x1.ff7128fd391f0p-55};
+// clang-format on
 // The bits of T_j minus j * 2^48: adding t's bits shifted left by 48 (that is (16 m + j) * 2^48)
 // gives the bits of 2^m T_j in one integer addition.
 struct exp16_bits_table {
