@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -314,11 +315,33 @@ TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<double, A>, xsimd::batch<double, A
   const B r = r1 - p2;
   const B r_lo = detail::fnmadd(k, B(detail::pio2_34), (r1 - r) - p2);
   const auto [s, c] = detail::sincos_reduced(r, r_lo);
-  // Quadrant q = k mod 4: odd q swaps sin and cos; sin is negated for q = 2, 3, cos for q = 1, 2.
-  const I q = xsimd::bitwise_cast<I>(t);
-  const B flip = (s ^ c) & xsimd::bitwise_cast<B>(-(q & I(1)));
-  const B sin_x = xsimd::select(x == B(0.0), x, (s ^ flip) ^ xsimd::bitwise_cast<B>((q & I(2)) << 62));
-  const B cos_x = (c ^ flip) ^ xsimd::bitwise_cast<B>(((q + I(1)) & I(2)) << 62);
+  // Quadrant q = k mod 4: odd q swaps sin and cos; sin is negated for q = 2, 3, cos for q = 1, 2
+  // (bit 1 of q, of q + 1, moved to the sign bit). sin(-0) = -0.
+  B sin_x, cos_x;
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    // Mask blends for the swap and one ternary-logic op per sign (a ^ (b & sign)): 10
+    // instructions where the generic form below compiles to 13.
+    const __m512i q = _mm512_castpd_si512(t);
+    const __mmask8 odd = _mm512_test_epi64_mask(q, _mm512_set1_epi64(1));
+    const __m512i sign = _mm512_set1_epi64(std::numeric_limits<std::int64_t>::min());
+    const __m512i qs = _mm512_slli_epi64(q, 62);
+    const __m512i qc = _mm512_slli_epi64(_mm512_add_epi64(q, _mm512_set1_epi64(1)), 62);
+    const __m512i sin_bits =
+        _mm512_ternarylogic_epi64(_mm512_castpd_si512(_mm512_mask_blend_pd(odd, s, c)), qs, sign, 0x78);
+    const __m512i cos_bits =
+        _mm512_ternarylogic_epi64(_mm512_castpd_si512(_mm512_mask_blend_pd(odd, c, s)), qc, sign, 0x78);
+    const __mmask8 zero = _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_EQ_OQ);
+    sin_x = _mm512_mask_blend_pd(zero, _mm512_castsi512_pd(sin_bits), x);
+    cos_x = _mm512_castsi512_pd(cos_bits);
+  } else
+#endif
+  {
+    const I q = xsimd::bitwise_cast<I>(t);
+    const B flip = (s ^ c) & xsimd::bitwise_cast<B>(-(q & I(1)));
+    sin_x = xsimd::select(x == B(0.0), x, (s ^ flip) ^ xsimd::bitwise_cast<B>((q & I(2)) << 62));
+    cos_x = (c ^ flip) ^ xsimd::bitwise_cast<B>(((q + I(1)) & I(2)) << 62);
+  }
   if (xsimd::all(xsimd::abs(x) <= B(detail::trig_fast_limit))) [[likely]] {
     return {sin_x, cos_x};
   }
