@@ -4,12 +4,16 @@
 
 #include <catch2/catch.hpp>
 
+#include "../errors.hpp"
+
 #include <cmath>
 #include <sstream>
 #include <vector>
 
 using namespace tenferro;
 using Catch::Matchers::Contains;
+using tenferro::test::kind_of;
+using tenferro::test::message_of;
 
 namespace {
 
@@ -26,28 +30,6 @@ std::vector<double> values(const Tensor& t) {
 }
 std::vector<double> values(const EagerTensor& t) { return values(t.materialized()); }
 double scalar(const EagerTensor& t) { return values(t).at(0); }
-
-template <class F>
-ErrorKind kind_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  FAIL("no tenferro::Error was thrown");
-  return ErrorKind::Extension;
-}
-
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("no tenferro::Error was thrown");
-  return {};
-}
 
 }  // namespace
 

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../errors.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
@@ -14,18 +16,9 @@
 #include <vector>
 
 using namespace tenferro;
+using tenferro::test::kind_of;
 
 namespace {
-template <class F>
-ErrorKind kind_of_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  FAIL("expected a tenferro::Error");
-  return ErrorKind::Extension;
-}
 std::string printed(const Tensor& t) {
   std::ostringstream os;
   os << t;
@@ -88,11 +81,9 @@ TEST_CASE("from_vec_col_major rejects a data size that differs from the shape") 
         std::string(e.what()) ==
         "ShapeMismatch in Tensor::from_vec_col_major: argument 'data' has 5 elements, shape [2, 3] needs 6");
   }
-  CHECK(kind_of_error([] {
-          Tensor::from_vec_col_major<double>({}, {1.0, 2.0});
-        }) == ErrorKind::ShapeMismatch);
+  CHECK(kind_of([] { Tensor::from_vec_col_major<double>({}, {1.0, 2.0}); }) == ErrorKind::ShapeMismatch);
   const std::size_t big = std::size_t(1) << 40;
-  CHECK(kind_of_error([&] { Tensor::zeros({big, big}); }) == ErrorKind::InvalidArgument);
+  CHECK(kind_of([&] { Tensor::zeros({big, big}); }) == ErrorKind::InvalidArgument);
 }
 
 TEST_CASE("zeros, ones and full in every dtype") {
@@ -125,8 +116,8 @@ TEST_CASE("as_slice, array and typed reject the wrong element type") {
     CHECK(what.find("f32") != std::string::npos);
     CHECK(what.find("[2, 3]") != std::string::npos);
   }
-  CHECK(kind_of_error([&] { (void)t.array<std::int32_t>(); }) == ErrorKind::DtypeMismatch);
-  CHECK(kind_of_error([&] { (void)t.typed<double>(); }) == ErrorKind::DtypeMismatch);
+  CHECK(kind_of([&] { (void)t.array<std::int32_t>(); }) == ErrorKind::DtypeMismatch);
+  CHECK(kind_of([&] { (void)t.typed<double>(); }) == ErrorKind::DtypeMismatch);
 }
 
 TEST_CASE("copies share the buffer, writes are copy-on-write, clone is deep") {
@@ -167,7 +158,7 @@ TEST_CASE("extents view the shape, and for_overwrite makes a tensor of any dtype
   CHECK(v.shape() == Shape{4});
   CHECK(Tensor::for_overwrite<double>(std::vector<std::size_t>{}).rank() == 0);
   const std::size_t huge = std::size_t(1) << 40;
-  CHECK(kind_of_error([&] {
+  CHECK(kind_of([&] {
           (void)Tensor::for_overwrite<double>(std::vector<std::size_t>{huge, huge});
         }) == ErrorKind::InvalidArgument);
 }
@@ -201,7 +192,7 @@ TEST_CASE("TypedTensor element access by multi-index") {
     CHECK(std::string(e.what()).find("index 2 on axis 0") != std::string::npos);
     CHECK(std::string(e.what()).find("[2, 3, 2]") != std::string::npos);
   }
-  CHECK(kind_of_error([&] { (void)t(0, 0); }) == ErrorKind::Validation);
+  CHECK(kind_of([&] { (void)t(0, 0); }) == ErrorKind::Validation);
   auto s = TypedTensor<float>::from_vec_col_major({}, {7.0f});
   CHECK(s() == 7.0f);
 }
