@@ -30,5 +30,5 @@ for j in range(16):
     print("2^(%2d/16): %s, relative error %s" % (j, table.hex(), float((exact - table) / table).hex()))
 ln2_16 = mp.log(2) / 16
 bits = struct.unpack("<Q", struct.pack("<d", float(ln2_16)))[0] & ~((1 << 16) - 1)
-hi = struct.unpack("<d", struct.pack("<Q", bits))[0]  # 37 significant bits
+hi = struct.unpack("<d", struct.pack("<Q", bits))[0]  # the low 16 bits of the mantissa cleared
 print("ln2/16:", hi.hex(), "+", float(ln2_16 - hi).hex(), "; 16/ln2:", float(1 / ln2_16).hex())

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <new>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -304,16 +305,24 @@ TEST_CASE("buffers of 2 MiB or more are mapped on huge-page boundaries, cached a
     const BufferCacheStats released = buffer_cache_stats();
     CHECK(released.entries == 1);
     {
-      const Tensor t = Tensor::full({n}, -2.0);  // the same buffer, written afresh
+      // A tenth smaller: the same buffer, written afresh (and freed later by its own size).
+      const Tensor t = Tensor::full({n - n / 10}, -2.0);
       CHECK(address_of(t) == first);
       const auto s = t.as_slice<double>();
-      CHECK(std::count(s.begin(), s.end(), -2.0) == static_cast<std::ptrdiff_t>(n));
+      CHECK(std::count(s.begin(), s.end(), -2.0) == static_cast<std::ptrdiff_t>(n - n / 10));
       CHECK(buffer_cache_stats().hits == released.hits + 1);
     }
     clear_buffer_cache();  // unmaps (or frees) it
     CHECK(buffer_cache_stats().entries == 0);
     CHECK(buffer_cache_stats().retained_bytes == 0);
   }
+}
+
+TEST_CASE("a buffer larger than the address space throws bad_alloc and the cache stays usable") {
+  // 2^64 - 8000 bytes of f64: the size checks pass, the allocation cannot.
+  CHECK_THROWS_AS(Tensor::full({(std::size_t{1} << 61) - 1000}, 1.0), std::bad_alloc);
+  const Tensor t = Tensor::full({1000000}, 3.0);
+  CHECK(t.as_slice<double>()[999999] == 3.0);
 }
 
 TEST_CASE("small buffers are not cached and the cache keeps at most its limit") {

@@ -32,12 +32,26 @@
 #include <new>
 #include <vector>
 
-// Address-sanitizer builds keep large buffers in malloc, where overflows of them are caught.
-#if __has_include(<sys/mman.h>) && !defined(__SANITIZE_ADDRESS__)
+#if __has_include(<sys/mman.h>) && __has_include(<unistd.h>)
 #include <sys/mman.h>
-#define TENFERRO_MMAP_BUFFERS 1
+#include <unistd.h>
+#define TENFERRO_HAS_MMAP 1
 #else
+#define TENFERRO_HAS_MMAP 0
+#endif
+
+// Whether this translation unit maps large buffers itself. Address-sanitizer builds keep them in
+// malloc, where overflows of them are caught. (A block records how it was made, so translation
+// units that differ here can still free each other's buffers.)
+#if defined(__SANITIZE_ADDRESS__)
 #define TENFERRO_MMAP_BUFFERS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TENFERRO_MMAP_BUFFERS 0
+#endif
+#endif
+#if !defined(TENFERRO_MMAP_BUFFERS)
+#define TENFERRO_MMAP_BUFFERS TENFERRO_HAS_MMAP
 #endif
 
 namespace tenferro {
@@ -93,13 +107,14 @@ class buffer_cache {
       }
       ++stats_.misses;
     }
-    void* raw = large_allocate(capacity + alignment);
+    bool mapped = false;
+    void* raw = large_allocate(capacity + alignment, mapped);
     if (raw == nullptr) {
       clear();
-      raw = large_allocate(capacity + alignment);
+      raw = large_allocate(capacity + alignment, mapped);
       if (raw == nullptr) throw std::bad_alloc();
     }
-    return place(raw, capacity);
+    return place(raw, capacity, mapped);
   }
 
   // Releases a buffer from allocate(bytes) (the same `bytes`).
@@ -165,10 +180,12 @@ class buffer_cache {
     std::size_t capacity;
   };
   // Kept just below the aligned address: where the block starts and how many bytes it holds.
+  // `raw` has its lowest bit set for a mapped block (blocks are at least 16-byte aligned).
   struct header {
     void* raw;
     std::size_t capacity;
   };
+  static constexpr std::uintptr_t mapped_tag = 1;
   // place() needs header + padding <= alignment for a block that is at least 16-byte aligned.
   static_assert(sizeof(header) <= 16);
 
@@ -183,10 +200,12 @@ class buffer_cache {
 
   // The aligned address inside `raw` (a block of capacity + alignment bytes, at least
   // 16-byte aligned), with its header written just below it.
-  static void* place(void* raw, std::size_t capacity) noexcept {
+  static void* place(void* raw, std::size_t capacity, bool mapped = false) noexcept {
     const auto base = reinterpret_cast<std::uintptr_t>(raw) + sizeof(header);
     void* p = reinterpret_cast<void*>((base + alignment - 1) & ~std::uintptr_t{alignment - 1});
-    ::new (static_cast<char*>(p) - sizeof(header)) header{raw, capacity};
+    void* const tagged =
+        reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(raw) | (mapped ? mapped_tag : 0));
+    ::new (static_cast<char*>(p) - sizeof(header)) header{tagged, capacity};
     return p;
   }
 
@@ -195,12 +214,14 @@ class buffer_cache {
   }
 
   // Blocks of `total` bytes (capacity + alignment) for cached buffers: from mmap, 2 MiB aligned
-  // and advised for huge pages, from `huge_page` bytes on; else from malloc. nullptr when the
-  // system has no memory left.
+  // and advised for huge pages, from `huge_page` bytes on (`mapped` says so); else from malloc.
+  // nullptr when the system has no memory left.
   static constexpr std::size_t huge_page = std::size_t{2} << 20;
-  static void* large_allocate(std::size_t total) noexcept {
+  static void* large_allocate(std::size_t total, bool& mapped) noexcept {
+    mapped = false;
+    if (total > SIZE_MAX - 4 * huge_page) return nullptr;  // keeps the rounding below from wrapping
 #if TENFERRO_MMAP_BUFFERS
-    if (mapped(total)) {
+    if (total >= huge_page) {
       // Map a huge page more, then unmap the unaligned head and the tail beyond `length`.
       const std::size_t length = mapped_length(total);
       void* const region =
@@ -215,6 +236,7 @@ class buffer_cache {
 #if defined(MADV_HUGEPAGE)
       ::madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);  // advice only: no error to handle
 #endif
+      mapped = true;
       return reinterpret_cast<void*>(aligned);
     }
 #endif
@@ -222,24 +244,30 @@ class buffer_cache {
   }
 
   static void large_free(const header& h) noexcept {
-#if TENFERRO_MMAP_BUFFERS
-    if (mapped(h.capacity + alignment)) {
-      ::munmap(h.raw, mapped_length(h.capacity + alignment));
+    const auto raw = reinterpret_cast<std::uintptr_t>(h.raw);
+#if TENFERRO_HAS_MMAP
+    if ((raw & mapped_tag) != 0) {
+      ::munmap(reinterpret_cast<void*>(raw & ~mapped_tag), mapped_length(h.capacity + alignment));
       return;
     }
 #endif
-    std::free(h.raw);
+    std::free(reinterpret_cast<void*>(raw));
   }
 
-  static bool mapped(std::size_t total) noexcept { return TENFERRO_MMAP_BUFFERS && total >= huge_page; }
-
+#if TENFERRO_HAS_MMAP
   // Whole huge pages when that wastes at most an eighth (1e6 doubles: 8 MiB for 8 MB, all of it
-  // in huge pages), else whole 4 KiB pages (mmap's unit; the tail beyond the last whole huge page
-  // then has small pages).
+  // in huge pages), else whole pages of the system (mmap's unit; the tail beyond the last whole
+  // huge page then has small pages).
   static std::size_t mapped_length(std::size_t total) noexcept {
     const std::size_t huge = (total + huge_page - 1) / huge_page * huge_page;
-    return huge - total <= total / 8 ? huge : (total + 4095) / 4096 * 4096;
+    if (huge - total <= total / 8) return huge;
+    static const std::size_t page = [] {
+      const long size = ::sysconf(_SC_PAGESIZE);
+      return size > 0 ? static_cast<std::size_t>(size) : std::size_t{4096};
+    }();
+    return (total + page - 1) / page * page;
   }
+#endif
 
   static void* small_allocate(std::size_t total) {
     if (total <= block_pool::classes * block_pool::granule) return block_pool::allocate(total);
