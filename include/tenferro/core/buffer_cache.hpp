@@ -191,10 +191,12 @@ class buffer_cache {
 
   buffer_cache() = default;
 
-  // Large requests are rounded up to whole 4 KiB pages, so nearby sizes share buffers.
+  // Large requests are rounded up to whole 4 KiB pages, so nearby sizes share buffers. A size
+  // within a few huge pages of SIZE_MAX cannot be allocated (and would wrap the mapping's
+  // rounding in large_allocate).
   static std::size_t round_up(std::size_t bytes) {
     constexpr std::size_t page = 4096;
-    if (bytes > SIZE_MAX - page - alignment) throw std::bad_alloc();
+    if (bytes > SIZE_MAX - 4 * huge_page) throw std::bad_alloc();
     return (bytes + page - 1) / page * page;
   }
 
@@ -219,7 +221,6 @@ class buffer_cache {
   static constexpr std::size_t huge_page = std::size_t{2} << 20;
   static void* large_allocate(std::size_t total, bool& mapped) noexcept {
     mapped = false;
-    if (total > SIZE_MAX - 4 * huge_page) return nullptr;  // keeps the rounding below from wrapping
 #if TENFERRO_MMAP_BUFFERS
     if (total >= huge_page) {
       // Map a huge page more, then unmap the unaligned head and the tail beyond `length`.
@@ -230,7 +231,7 @@ class buffer_cache {
       const auto start = reinterpret_cast<std::uintptr_t>(region);
       const auto aligned = (start + huge_page - 1) & ~std::uintptr_t{huge_page - 1};
       if (aligned != start) ::munmap(region, aligned - start);
-      if (const std::size_t tail = start + length + huge_page - (aligned + length); tail != 0) {
+      if (const std::size_t tail = start + huge_page - aligned; tail != 0) {
         ::munmap(reinterpret_cast<void*>(aligned + length), tail);
       }
 #if defined(MADV_HUGEPAGE)
