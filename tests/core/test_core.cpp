@@ -51,6 +51,7 @@ TEST_CASE("dtype names, sizes and the element mapping") {
 TEST_CASE("shapes print and count with overflow detection") {
   CHECK(format_shape(Shape{}) == "[]");
   CHECK(format_shape(Shape{2, 3}) == "[2, 3]");
+  CHECK(format_shape(Shape{0, 10, 18446744073709551615u}) == "[0, 10, 18446744073709551615]");
   CHECK(checked_shape_size(Shape{}) == std::optional<std::size_t>(1));
   CHECK(checked_shape_size(Shape{2, 0, 5}) == std::optional<std::size_t>(0));
   CHECK(checked_shape_size(Shape{2, 3, 4}) == std::optional<std::size_t>(24));
@@ -66,6 +67,23 @@ TEST_CASE("Error carries kind, op and detail and reads as prose") {
   CHECK(e.cause() == nullptr);
   CHECK(error_kind_name(ErrorKind::ContextMismatch) == "ContextMismatch");
   CHECK(error_kind_name(ErrorKind::Extension) == "Extension");
+}
+
+TEST_CASE("throw_error builds the message from texts and numbers and shapes") {
+  const Shape shape{10, 0, 123};
+  const std::string name = "'x'";
+  try {
+    throw_error(ErrorKind::Validation, std::string_view("reduce"),
+                {"argument ", name, " (input ", std::size_t{12}, ") has shape ", shape, ", axis ", std::size_t{0},
+                 " of ", std::span<const std::size_t>(shape.data(), 1), "; rank-0: ", Shape{}});
+    FAIL("no throw");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Validation);
+    CHECK(e.op() == "reduce");
+    CHECK(e.detail() == "argument 'x' (input 12) has shape [10, 0, 123], axis 0 of [10]; rank-0: []");
+    CHECK(std::string(e.what()) ==
+          "Validation in reduce: argument 'x' (input 12) has shape [10, 0, 123], axis 0 of [10]; rank-0: []");
+  }
 }
 
 TEST_CASE("Error nests its cause") {

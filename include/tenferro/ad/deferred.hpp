@@ -30,11 +30,11 @@
 
 #include <tenferro/ad/record.hpp>
 #include <tenferro/core/detail/config.hpp>
+#include <tenferro/core/detail/parallel.hpp>
 #include <tenferro/core/detail/streaming.hpp>
 #include <tenferro/cpu/fused.hpp>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -357,8 +357,7 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
   };
   group[0]->runtime->backend().run(n * m, [&] {
     if (blocks > 1 && tbb::this_task_arena::max_concurrency() > 1) {
-      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, blocks, 2),
-                        [&](const tbb::blocked_range<std::size_t>& r) { run_blocks(r.begin(), r.end()); });
+      parallel_ranges(blocks, 2, split::adaptive, run_blocks);
     } else {
       run_blocks(0, blocks);
     }

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <tenferro/core/detail/block_pool.hpp>
+#include <tenferro/core/detail/config.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -81,8 +82,9 @@ class buffer_cache {
     return *c;
   }
 
-  // A 64-byte aligned buffer of at least `bytes` bytes.
-  void* allocate(std::size_t bytes) {
+  // A 64-byte aligned buffer of at least `bytes` bytes. Out of line, as deallocate: every array
+  // constructor and destructor calls them, and inlined they would be compiled into each.
+  TENFERRO_NOINLINE void* allocate(std::size_t bytes) {
     if (bytes < buffer_cache_min_bytes) {
       return place(small_allocate(bytes + alignment), bytes + alignment);
     }
@@ -118,7 +120,7 @@ class buffer_cache {
   }
 
   // Releases a buffer from allocate(bytes) (the same `bytes`).
-  void deallocate(void* p, std::size_t bytes) noexcept {
+  TENFERRO_NOINLINE void deallocate(void* p, std::size_t bytes) noexcept {
     const header h = header_of(p);
     if (bytes < buffer_cache_min_bytes) {
       small_deallocate(h.raw, bytes + alignment);

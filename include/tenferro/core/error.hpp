@@ -1,14 +1,21 @@
 // Error and ErrorKind: every failure in tenferro is a tenferro::Error whose message names the
 // operation, the argument and the shapes involved. An underlying cause is attached with
 // std::throw_with_nested (see Error::throw_with_cause) and read back with Error::cause().
+// The library throws through throw_error (below), which builds the message out of line.
 #pragma once
 
+#include <tenferro/core/detail/config.hpp>
+
+#include <cstddef>
 #include <exception>
+#include <initializer_list>
 #include <ostream>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace tenferro {
 
@@ -64,7 +71,7 @@ class Error : public std::runtime_error {
   // what() reads "<Kind> in <op>: <detail>", e.g.
   // "ShapeMismatch in Tensor::from_vec_col_major: argument 'data' has 5 elements, shape [2, 3] needs 6".
   Error(ErrorKind kind, std::string op, std::string detail)
-      : std::runtime_error(std::string(error_kind_name(kind)) + " in " + op + ": " + detail),
+      : std::runtime_error(message(kind, op, detail)),
         kind_(kind),
         op_(std::move(op)),
         detail_(std::move(detail)) {}
@@ -86,9 +93,87 @@ class Error : public std::runtime_error {
   [[noreturn]] static void throw_with_cause(Error error) { std::throw_with_nested(std::move(error)); }
 
  private:
+  static std::string message(ErrorKind kind, std::string_view op, std::string_view detail) {
+    const std::string_view name = error_kind_name(kind);
+    std::string m;
+    m.reserve(name.size() + op.size() + detail.size() + 6);
+    m.append(name).append(" in ").append(op).append(": ").append(detail);
+    return m;
+  }
+
   ErrorKind kind_;
   std::string op_;
   std::string detail_;
 };
+
+namespace detail {
+
+inline void append_number(std::string& out, std::size_t v) {
+  char digits[20];  // 2^64 - 1 has 20
+  std::size_t n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (n != 0) out += digits[--n];
+}
+
+// Appends "[2, 3]" (a rank-0 shape: "[]").
+inline void append_shape(std::string& out, std::span<const std::size_t> shape) {
+  out += '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) out += ", ";
+    append_number(out, shape[i]);
+  }
+  out += ']';
+}
+
+// One piece of an error message: text, a count or index, or a shape (printed "[2, 3]"). Holds
+// views: the parts live as long as the throw_error call that reads them.
+class message_part {
+ public:
+  message_part(const char* text) noexcept : text_(text) {}         // NOLINT(google-explicit-constructor)
+  message_part(std::string_view text) noexcept : text_(text) {}    // NOLINT(google-explicit-constructor)
+  message_part(const std::string& text) noexcept : text_(text) {}  // NOLINT(google-explicit-constructor)
+  message_part(std::size_t number) noexcept                        // NOLINT(google-explicit-constructor)
+      : kind_(kind::number), number_(number) {}
+  message_part(std::span<const std::size_t> shape) noexcept  // NOLINT(google-explicit-constructor)
+      : kind_(kind::shape), shape_(shape) {}
+  message_part(const std::vector<std::size_t>& shape) noexcept  // NOLINT(google-explicit-constructor)
+      : kind_(kind::shape), shape_(shape) {}
+  message_part(const message_part&) = delete;
+  message_part& operator=(const message_part&) = delete;
+
+  void append_to(std::string& out) const {
+    if (kind_ == kind::text) {
+      out.append(text_);
+    } else if (kind_ == kind::shape) {
+      append_shape(out, shape_);
+    } else {
+      append_number(out, number_);
+    }
+  }
+
+ private:
+  enum class kind : unsigned char { text, number, shape };
+  kind kind_ = kind::text;
+  std::string_view text_;
+  std::span<const std::size_t> shape_;
+  std::size_t number_ = 0;
+};
+
+}  // namespace detail
+
+// Throws Error(kind, op, the parts concatenated), e.g.
+//   throw_error(ErrorKind::ShapeMismatch, op, {"input ", k, " has shape ", shape});
+// The message is built here, out of line and cold: a throw site compiles to an array of parts and
+// a call. Built with std::string operators at each site, the error paths took a large share of
+// the compile time of every translation unit that uses tenferro.
+[[noreturn, gnu::cold]] TENFERRO_NOINLINE inline void throw_error(
+    ErrorKind kind, std::string_view op, std::initializer_list<detail::message_part> parts) {
+  std::string detail;
+  for (const detail::message_part& part : parts) part.append_to(detail);
+  throw Error(kind, std::string(op), std::move(detail));
+}
 
 }  // namespace tenferro

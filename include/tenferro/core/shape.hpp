@@ -1,6 +1,8 @@
 // Shape: the extents of a column-major tensor, and helpers to print and count them.
 #pragma once
 
+#include <tenferro/core/error.hpp>
+
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -13,12 +15,9 @@ using Shape = std::vector<std::size_t>;
 
 // "[2, 3]"; a rank-0 shape prints as "[]".
 inline std::string format_shape(std::span<const std::size_t> shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
+  std::string out;
+  detail::append_shape(out, shape);
+  return out;
 }
 
 // Number of elements (1 for rank 0), or nullopt when the product overflows std::size_t.

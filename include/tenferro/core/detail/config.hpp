@@ -21,6 +21,17 @@
 #define TENFERRO_NOINLINE
 #endif
 
+// A function whose machine code exists once: neither inlined into its callers nor, with GCC,
+// cloned for a caller's constant arguments (interprocedural constant propagation would otherwise
+// compile a specialised second copy of a fused loop for its padded tail call).
+#if defined(__GNUC__) && !defined(__clang__)
+#define TENFERRO_ONE_COPY [[gnu::noinline, gnu::noclone]]
+#elif defined(__clang__)
+#define TENFERRO_ONE_COPY [[gnu::noinline]]
+#else
+#define TENFERRO_ONE_COPY
+#endif
+
 // Separate compilation of the eager runtime. By default tenferro is header-only: every function
 // is inline and each translation unit compiles what it uses. With TENFERRO_SEPARATE_COMPILATION
 // defined in every translation unit of a program, the eager runtime's functions and the eager

@@ -120,10 +120,9 @@ struct binding {
           Shape widened = shape;
           broadcast_into(widened, shape_of(container_of(input)), op, k, 0);
           if (widened != shape) {
-            throw Error(ErrorKind::ShapeMismatch, std::string(op),
-                        "input " + std::to_string(k) + " has shape " +
-                            format_shape(shape_of(container_of(input))) +
-                            ", which does not fit the output shape " + format_shape(shape));
+            throw_error(ErrorKind::ShapeMismatch, op,
+                        {"input ", k, " has shape ", shape_of(container_of(input)),
+                         ", which does not fit the output shape ", shape});
           }
         }
       }
@@ -216,9 +215,8 @@ void eval_into(column_major_array<T>& out, const E& e, const In&... in) {
   }
   binding<T, In...> b("eval_into", sizeof...(In), in...);
   if (!has_shape(out, b.shape)) {
-    throw Error(ErrorKind::ShapeMismatch, "eval_into",
-                "the inputs broadcast to shape " + format_shape(b.shape) + " but the output has shape " +
-                    format_shape(shape_of(out)));
+    throw_error(ErrorKind::ShapeMismatch, "eval_into",
+                {"the inputs broadcast to shape ", b.shape, " but the output has shape ", shape_of(out)});
   }
   run_program_into<simd_policy, T>(b.leaves, b.n, std::tie(out), as_array<E>{e});
 }
@@ -277,9 +275,8 @@ void vjp_into(std::span<column_major_array<T>* const, sizeof...(In)> grads, cons
                     std::all_of(grads.begin(), grads.end(),
                                 [&](const auto* g) { return std::ranges::equal(g->shape(), shape); });
   if (!fits) {
-    throw Error(ErrorKind::ShapeMismatch, "vjp_into",
-                "the inputs, the cotangent and the gradients must all have shape " +
-                    format_shape(shape_of(*grads[0])));
+    throw_error(ErrorKind::ShapeMismatch, "vjp_into",
+                {"the inputs, the cotangent and the gradients must all have shape ", shape_of(*grads[0])});
   }
   constexpr std::size_t N = sizeof...(In);
   const std::tuple<leaf_t<T, In>..., leaf_t<T, C>> leaves{leaf_in_place<T>(in)...,
@@ -361,9 +358,8 @@ auto vjp(const E& e, const C& cotangent, const In&... in) {
     const Shape out = detail::broadcast_shape("vjp", N, in...);
     const Shape cs = detail::shape_of(detail::container_of(cotangent));
     if (cs != out) {
-      throw Error(ErrorKind::ShapeMismatch, "vjp",
-                  "argument 'cotangent' has shape " + format_shape(cs) + " but the output has shape " +
-                      format_shape(out));
+      throw_error(ErrorKind::ShapeMismatch, "vjp",
+                  {"argument 'cotangent' has shape ", cs, " but the output has shape ", out});
     }
   }
   detail::binding<T, In..., C> b("vjp", N, in..., cotangent);
@@ -391,17 +387,15 @@ auto jvp(const E& e, const std::tuple<In...>& inputs, const std::tuple<Tn...>& t
       using I = std::remove_cvref_t<decltype(input)>;
       using D = std::remove_cvref_t<decltype(tangent)>;
       if constexpr (ArrayInput<I> != ArrayInput<D>) {
-        throw Error(ErrorKind::ShapeMismatch, "jvp",
-                    "argument 'tangents' " + std::to_string(k) +
-                        (ArrayInput<I> ? " is a scalar" : " is an array") + " but input " +
-                        std::to_string(k) + (ArrayInput<I> ? " is an array" : " is a scalar"));
+        throw_error(ErrorKind::ShapeMismatch, "jvp",
+                    {"argument 'tangents' ", k, ArrayInput<I> ? " is a scalar" : " is an array",
+                     " but input ", k, ArrayInput<I> ? " is an array" : " is a scalar"});
       } else if constexpr (ArrayInput<I>) {
         const Shape si = detail::shape_of(detail::container_of(input));
         const Shape st = detail::shape_of(detail::container_of(tangent));
         if (si != st) {
-          throw Error(ErrorKind::ShapeMismatch, "jvp",
-                      "argument 'tangents' " + std::to_string(k) + " has shape " + format_shape(st) +
-                          " but input " + std::to_string(k) + " has shape " + format_shape(si));
+          throw_error(ErrorKind::ShapeMismatch, "jvp",
+                      {"argument 'tangents' ", k, " has shape ", st, " but input ", k, " has shape ", si});
         }
       }
     };

@@ -52,21 +52,6 @@ struct concat_lists<type_list<A...>, type_list<B...>, Rest...> {
   using type = typename concat_lists<type_list<A..., B...>, Rest...>::type;
 };
 
-// Every subtree one step evaluates, pre-order (a reduction inside is read, not entered).
-template <class E>
-struct subtrees {
-  using type = type_list<E>;
-};
-template <class Op, class A>
-struct subtrees<unary<Op, A>> {
-  using type = typename concat_lists<type_list<unary<Op, A>>, typename subtrees<A>::type>::type;
-};
-template <class Op, class L, class R>
-struct subtrees<binary<Op, L, R>> {
-  using type = typename concat_lists<type_list<binary<Op, L, R>>, typename subtrees<L>::type,
-                                     typename subtrees<R>::type>::type;
-};
-
 template <class E>
 constexpr bool worth_sharing() {
   if constexpr (
@@ -76,6 +61,25 @@ constexpr bool worth_sharing() {
     return false;
   }
 }
+
+// The subtrees one step evaluates that are worth sharing, pre-order (a reduction inside is read,
+// not entered). Only these are compared with each other, so the quadratic search of shared_of
+// runs over the costly nodes alone, not every leaf and addition.
+template <class E>
+using candidate = std::conditional_t<worth_sharing<E>(), type_list<E>, type_list<>>;
+template <class E>
+struct subtrees {
+  using type = type_list<>;
+};
+template <class Op, class A>
+struct subtrees<unary<Op, A>> {
+  using type = typename concat_lists<candidate<unary<Op, A>>, typename subtrees<A>::type>::type;
+};
+template <class Op, class L, class R>
+struct subtrees<binary<Op, L, R>> {
+  using type = typename concat_lists<candidate<binary<Op, L, R>>, typename subtrees<L>::type,
+                                     typename subtrees<R>::type>::type;
+};
 
 // The other half of a sin/cos pair: cos(a) for sin(a) and the reverse; void for anything else.
 template <class E>
@@ -99,7 +103,7 @@ struct shared_of<type_list<Ts...>> {
   // keep[i]: Ts[i] is worth sharing, occurs at least twice, and this is its first occurrence.
   static constexpr auto keep = [] {
     std::array<bool, n> k{};
-    std::size_t i = 0;
+    [[maybe_unused]] std::size_t i = 0;  // unused when Ts is empty
     (
         [&]<class S>(std::type_identity<S>) {
           const std::size_t count = (std::size_t(std::is_same_v<S, Ts>) + ... + 0);
@@ -108,7 +112,7 @@ struct shared_of<type_list<Ts...>> {
           ((found = found || (std::is_same_v<S, Ts> ? (first = j, true) : (++j, false))), ...);
           using P = typename trig_partner<S>::type;
           const bool paired = !std::is_void_v<P> && (std::is_same_v<P, Ts> || ...);
-          k[i] = worth_sharing<S>() && (count >= 2 || paired) && first == i;
+          k[i] = (count >= 2 || paired) && first == i;
           ++i;
         }(std::type_identity<Ts>{}),
         ...);

@@ -116,10 +116,9 @@ inline void broadcast_into(Shape& result, const Shape& shape, std::string_view o
     const std::size_t a = k < result.size() ? result[result.size() - 1 - k] : 1;
     const std::size_t b = k < shape.size() ? shape[shape.size() - 1 - k] : 1;
     if (a != b && a != 1 && b != 1) {
-      throw Error(ErrorKind::ShapeMismatch, std::string(op),
-                  "input " + std::to_string(index) + " has shape " + format_shape(shape) +
-                      ", which does not broadcast with shape " + format_shape(result) + " (of input " +
-                      std::to_string(first_index) + " and those before it)");
+      throw_error(ErrorKind::ShapeMismatch, op,
+                  {"input ", index, " has shape ", shape, ", which does not broadcast with shape ", result,
+                   " (of input ", first_index, " and those before it)"});
     }
     out[out.size() - 1 - k] = a == 1 ? b : a;
   }

@@ -9,14 +9,13 @@
 #pragma once
 
 #include <tenferro/core/detail/config.hpp>
+#include <tenferro/core/detail/parallel.hpp>
 #include <tenferro/core/detail/streaming.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/expr/eval/cse.hpp>
 #include <tenferro/expr/eval/hoist.hpp>
 #include <tenferro/expr/eval/kernel.hpp>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -110,16 +109,18 @@ auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
 // chunk, with `flushes` whole chunks first (see the end of the loop). Flattened so
 // that the whole tree, xsimd's math included, is one loop body: the compiler then computes a
 // subexpression shared by the value and the gradients (exp(x * y) in sin(x) * y + exp(x * y))
-// once. It is instantiated once per pass: the last partial batch goes through it too (padded,
-// see run_hoisted_pass), and a shared subtree whose occurrences differ in their constants is
-// switched off by `ok` at run time rather than by a second copy of the loop.
+// once. It is instantiated and compiled once per pass: the last partial batch goes through it too
+// (padded, see run_hoisted_pass) by a call rather than a second inlined copy, and a shared subtree
+// whose occurrences differ in their constants is switched off by `ok` at run time rather than by a
+// second copy of the loop.
 template <class T, class Shared, class Reps, class Reds, class Stores, class Leaves, class Acc,
           std::size_t NR>
-TENFERRO_FLATTEN void fused_loop(const Reds& reds, const Stores& stores_in,
-                                 const std::array<bool, NR>& active, const bool* ok, const Reps& reps,
-                                 const Leaves& leaves_in, const T* results, T count_n, std::size_t at,
-                                 std::size_t count, Acc& acc, std::array<T, NR>* partial, std::size_t flushes,
-                                 bool stream) {
+TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Stores& stores_in,
+                                                   const std::array<bool, NR>& active, const bool* ok,
+                                                   const Reps& reps, const Leaves& leaves_in,
+                                                   const T* results, T count_n, std::size_t at,
+                                                   std::size_t count, Acc& acc, std::array<T, NR>* partial,
+                                                   std::size_t flushes, bool stream) {
   using B = xsimd::batch<T>;
   constexpr std::size_t W = B::size;
   // Local copies of the input and output pointers and of the trees (their hoisted values): a SIMD
@@ -404,10 +405,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
 
   constexpr std::size_t cost = pass_cost<Reds, Stores>;
   if (chunks > 1 && n * cost >= parallel_work && tbb::this_task_arena::max_concurrency() > 1) {
-    tbb::parallel_for(
-        tbb::blocked_range<std::size_t>(0, chunks, 1),
-        [&](const tbb::blocked_range<std::size_t>& r) { run_chunks(r.begin(), r.end()); },
-        tbb::simple_partitioner{});
+    tenferro::detail::parallel_ranges(chunks, 1, tenferro::detail::split::even, run_chunks);
   } else if (chunks > 0) {
     run_chunks(0, chunks);
   }

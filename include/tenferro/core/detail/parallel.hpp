@@ -1,0 +1,51 @@
+// Splitting a loop over [0, count) with oneTBB in the current task arena, behind a type-erased
+// body. tbb::parallel_for instantiates a task type, its execution, splitting and cancellation for
+// every body type; every fused pass has a body type of its own, so calling it directly costs that
+// instantiation per pass (in the compile time of every translation unit that takes a gradient).
+// Through range_fn it is instantiated once per translation unit; the price is one indirect call
+// per range, each range being thousands of elements.
+#pragma once
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <cstddef>
+#include <memory>
+
+namespace tenferro::detail {
+
+// A non-owning reference to a callable `void(std::size_t begin, std::size_t end)`; the callable
+// must outlive the call it is passed to.
+class range_fn {
+ public:
+  template <class F>
+  range_fn(F& f) noexcept  // NOLINT(google-explicit-constructor): a parameter type, like std::function
+      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* object, std::size_t begin, std::size_t end) {
+          (*static_cast<F*>(object))(begin, end);
+        }) {}
+
+  void operator()(std::size_t begin, std::size_t end) const { call_(object_, begin, end); }
+
+ private:
+  void* object_;
+  void (*call_)(void*, std::size_t, std::size_t);
+};
+
+// How parallel_ranges splits: `even` down to ranges of at most `grain` indices, one task each;
+// `adaptive` as oneTBB's auto partitioner chooses (ranges of at least about `grain` indices).
+enum class split { even, adaptive };
+
+// body(begin, end) for ranges that together cover [0, count) exactly once, on the threads of the
+// current task arena.
+inline void parallel_ranges(std::size_t count, std::size_t grain, split how, range_fn body) {
+  const tbb::blocked_range<std::size_t> all(0, count, grain);
+  auto run = [body](const tbb::blocked_range<std::size_t>& r) { body(r.begin(), r.end()); };
+  if (how == split::even) {
+    tbb::parallel_for(all, run, tbb::simple_partitioner{});
+  } else {
+    tbb::parallel_for(all, run, tbb::auto_partitioner{});
+  }
+}
+
+}  // namespace tenferro::detail
