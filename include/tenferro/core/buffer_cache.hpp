@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
+#include <utility>
 #include <vector>
 
 #if __has_include(<sys/mman.h>) && __has_include(<unistd.h>)
@@ -322,6 +323,32 @@ struct buffer_allocator {
   bool operator==(const buffer_allocator<U>&) const noexcept {
     return true;
   }
+};
+
+// n uninitialised elements from the buffer cache, released with it: scratch storage that needs
+// no shape (cheaper to compile than an array type).
+template <class T>
+class scratch_buffer {
+ public:
+  scratch_buffer() noexcept = default;
+  explicit scratch_buffer(std::size_t n)
+      : data_(n > 0 ? buffer_allocator<T>().allocate(n) : nullptr), size_(n) {}
+  scratch_buffer(scratch_buffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  scratch_buffer& operator=(scratch_buffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    return *this;
+  }
+  ~scratch_buffer() {
+    if (data_ != nullptr) buffer_allocator<T>().deallocate(data_, size_);
+  }
+
+  T* data() const noexcept { return data_; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 }  // namespace detail

@@ -107,7 +107,7 @@ struct binding {
   std::tuple<leaf_t<T, In>...> leaves;
   Shape shape;
   std::size_t n = 1;
-  std::vector<column_major_array<T>> copies;
+  std::vector<tenferro::detail::scratch_buffer<T>> copies;  // plain buffers: cheap to compile
 
   // The shape is the broadcast shape of the first `shaped_inputs` inputs; the others (tangents,
   // cotangents) must broadcast into it without widening it.
@@ -140,8 +140,8 @@ struct binding {
       if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(c)>::value_type, T>) {
         if (fits_in_place<T>(input, shape)) return {c.data()};
       }
-      if (copies.empty()) copies.reserve(sizeof...(In));  // the leaves point into it: never reallocate
-      copies.push_back(materialize<T>(c, shape));
+      copies.emplace_back(n);  // the leaves point into the buffers, which stay where they are
+      materialize_into<T>(copies.back().data(), c, shape);
       return {copies.back().data()};
     } else {
       return {static_cast<T>(input)};

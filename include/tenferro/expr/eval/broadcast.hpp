@@ -51,16 +51,22 @@ inline std::vector<std::ptrdiff_t> column_major_strides(const Shape& shape) {
   return s;
 }
 
+// Container `c` broadcast to `target`, converted to T, written column-major to dst (as many
+// elements as `target` has).
+template <class T, class C>
+void materialize_into(T* dst, const C& c, const Shape& target) {
+  const Shape shape(c.shape().begin(), c.shape().end());
+  std::vector<std::ptrdiff_t> own(c.strides().begin(), c.strides().end());
+  const auto* src = c.data();
+  for_each_column_major(target, broadcast_strides(shape, own, target),
+                        [&](std::size_t k, std::ptrdiff_t offset) { dst[k] = static_cast<T>(src[offset]); });
+}
+
 // A column-major copy of container `c` broadcast to `target`, converted to T.
 template <class T, class C>
 column_major_array<T> materialize(const C& c, const Shape& target) {
-  const Shape shape(c.shape().begin(), c.shape().end());
-  std::vector<std::ptrdiff_t> own(c.strides().begin(), c.strides().end());
   auto out = column_major_array<T>::from_shape(target);
-  const auto* src = c.data();
-  T* dst = out.data();
-  for_each_column_major(target, broadcast_strides(shape, own, target),
-                        [&](std::size_t k, std::ptrdiff_t offset) { dst[k] = static_cast<T>(src[offset]); });
+  materialize_into(out.data(), c, target);
   return out;
 }
 
