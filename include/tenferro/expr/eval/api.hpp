@@ -159,32 +159,65 @@ auto gradient_output(G g) {
   }
 }
 
-// An array gradient summed back to its input's shape when the input was broadcast.
-template <class T, class In, class V>
-auto fit_to_input(V value, const In& input) {
-  if constexpr (ArrayInput<In>) {
-    const auto& c = container_of(input);
-    if (!std::equal(value.shape().begin(), value.shape().end(), c.shape().begin(), c.shape().end())) {
-      return reduce_to_shape<T>(value, shape_of(c));
-    }
-  }
-  return value;
-}
-
 template <class E, std::size_t... K>
 auto gradient_outputs(const E& e, std::index_sequence<K...>, auto cotangent, const auto&... in) {
   using Inputs = std::tuple<std::remove_cvref_t<decltype(in)>...>;
   return std::make_tuple(gradient_output<std::tuple_element_t<K, Inputs>>(vjp_expr<K>(e, cotangent))...);
 }
 
-template <class T, class Values, class... In, std::size_t... K>
-auto fit_gradients(Values&& values, std::index_sequence<K...>, const std::tuple<const In&...>& in) {
-  return std::make_tuple(fit_to_input<T>(std::move(std::get<K>(values)), std::get<K>(in))...);
+// The gradient of input In as value_and_grad returns it: an array for an array input, a T for a
+// scalar one.
+template <class T, class In>
+using gradient_t = std::conditional_t<ArrayInput<In>, column_major_array<T>, T>;
+
+// What a gradient is constructed from, in place in value_and_grad's result: an array input's
+// gradient is shaped like the evaluation (summed back to the input's shape afterwards when the
+// input was broadcast), a scalar's starts at 0.
+template <class T, class In>
+auto gradient_init(const Shape& shape) {
+  if constexpr (ArrayInput<In>) {
+    return typename column_major_array<T>::shape_type(shape.begin(), shape.end());
+  } else {
+    return T(0);
+  }
 }
 
-template <class Values, std::size_t... K>
-auto drop_first(Values&& values, std::index_sequence<K...>) {
-  return std::make_tuple(std::move(std::get<K + 1>(values))...);
+template <class T, class... In>
+using gradients_t = std::tuple<gradient_t<T, In>...>;
+
+// An uninitialised array of `shape`, constructed where the caller's result lives.
+template <class T>
+column_major_array<T> new_array(const Shape& shape) {
+  return column_major_array<T>(typename column_major_array<T>::shape_type(shape.begin(), shape.end()));
+}
+
+// Runs `outs` (the outputs that precede the gradients, bound to `first`) and the gradient outputs
+// of every input, writing each gradient into `grads` (constructed by gradient_init for `shape`),
+// then sums the gradients of broadcast inputs back to their shapes.
+template <class T, class Leaves, class... Firsts, class... Outs, class E, class Cot, class... In>
+void run_with_gradients(const Leaves& leaves, std::size_t n, const Shape& shape, std::tuple<Firsts&...> first,
+                        std::tuple<Outs...> outs, gradients_t<T, In...>& grads, const E& e, Cot cotangent,
+                        const In&... in) {
+  std::apply(
+      [&](const auto&... out) {
+        [&]<std::size_t... F, std::size_t... K>(std::index_sequence<F...>, std::index_sequence<K...>) {
+          run_program_into<simd_policy, T>(leaves, n, std::tie(std::get<F>(first)..., std::get<K>(grads)...),
+                                           out...);
+        }
+        (std::index_sequence_for<Firsts...>{}, std::index_sequence_for<In...>{});
+      },
+      std::tuple_cat(std::move(outs),
+                     gradient_outputs(e, std::index_sequence_for<In...>{}, cotangent, in...)));
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto fit = [&](auto& g, const auto& input) {
+      if constexpr (ArrayInput<decltype(input)>) {
+        const auto& c = container_of(input);
+        if (!has_shape(c, shape)) g = reduce_to_shape<T>(g, shape_of(c));
+      }
+    };
+    (fit(std::get<K>(grads), in), ...);
+  }
+  (std::index_sequence_for<In...>{});
 }
 
 }  // namespace detail
@@ -196,9 +229,13 @@ auto eval_with(const E& e, const In&... in) {
   using T = compute_type_t<In...>;
   binding<T, In...> b("eval", sizeof...(In), in...);
   if constexpr (is_scalar<E>) {
-    return std::get<0>(run_program<Policy, T>(b.leaves, b.n, b.shape, as_scalar<E>{e}));
+    T value = 0;
+    run_program_into<Policy, T>(b.leaves, b.n, std::tie(value), as_scalar<E>{e});
+    return value;
   } else {
-    return std::get<0>(run_program<Policy, T>(b.leaves, b.n, b.shape, as_array<E>{e}));
+    auto value = new_array<T>(b.shape);
+    run_program_into<Policy, T>(b.leaves, b.n, std::tie(value), as_array<E>{e});
+    return value;
   }
 }
 
@@ -326,15 +363,12 @@ auto value_and_grad(const E& e, const In&... in) {
       "value_and_grad: the expression must be a scalar: reduce it with sum, mean, dot or log_sum_exp");
   using T = detail::compute_type_t<In...>;
   detail::binding<T, In...> b("value_and_grad", sizeof...(In), in...);
-  auto values = std::apply(
-      [&](const auto&... outs) {
-        return detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, detail::as_scalar<E>{e},
-                                                           outs...);
-      },
-      detail::gradient_outputs(e, std::index_sequence_for<In...>{}, one{}, in...));
-  auto grads = detail::drop_first(std::move(values), std::index_sequence_for<In...>{});
-  auto fitted = detail::fit_gradients<T>(std::move(grads), std::index_sequence_for<In...>{}, std::tie(in...));
-  return value_and_grad_result<T, decltype(fitted)>{std::get<0>(values), std::move(fitted)};
+  // The value and the gradients are written where they are returned: no array is moved.
+  value_and_grad_result<T, detail::gradients_t<T, In...>> result{
+      T(0), detail::gradients_t<T, In...>(detail::gradient_init<T, In>(b.shape)...)};
+  detail::run_with_gradients<T>(b.leaves, b.n, b.shape, std::tie(result.value),
+                                std::make_tuple(detail::as_scalar<E>{e}), result.grad, e, one{}, in...);
+  return result;
 }
 
 // The gradients alone (a tuple, one per input).
@@ -363,12 +397,10 @@ auto vjp(const E& e, const C& cotangent, const In&... in) {
     }
   }
   detail::binding<T, In..., C> b("vjp", N, in..., cotangent);
-  auto values = std::apply(
-      [&](const auto&... outs) {
-        return detail::run_program<detail::simd_policy, T>(b.leaves, b.n, b.shape, outs...);
-      },
-      detail::gradient_outputs(e, std::index_sequence_for<In...>{}, arg<N>{}, in...));
-  return detail::fit_gradients<T>(std::move(values), std::index_sequence_for<In...>{}, std::tie(in...));
+  detail::gradients_t<T, In...> grads(detail::gradient_init<T, In>(b.shape)...);
+  detail::run_with_gradients<T>(b.leaves, b.n, b.shape, std::tie(), std::tuple<>(), grads, e, arg<N>{},
+                                in...);
+  return grads;
 }
 
 // Jacobian-vector product: the value of e and its tangent when input k moves along tangent k
@@ -408,13 +440,17 @@ auto jvp(const E& e, const std::tuple<In...>& inputs, const std::tuple<Tn...>& t
     auto tangent = detail::tangent_expr<N>(e);
     using Tan = decltype(tangent);
     if constexpr (is_scalar<E>) {
-      auto [v, t] = detail::run_program<detail::simd_policy, T>(
-          b.leaves, b.n, b.shape, detail::as_scalar<E>{e}, detail::as_scalar<Tan>{tangent});
-      return jvp_result<T>{v, t};
+      jvp_result<T> r{0, 0};
+      detail::run_program_into<detail::simd_policy, T>(b.leaves, b.n, std::tie(r.value, r.tangent),
+                                                       detail::as_scalar<E>{e},
+                                                       detail::as_scalar<Tan>{tangent});
+      return r;
     } else {
-      auto [v, t] = detail::run_program<detail::simd_policy, T>(
-          b.leaves, b.n, b.shape, detail::as_array<E>{e}, detail::as_array<Tan>{tangent});
-      return jvp_result<column_major_array<T>>{std::move(v), std::move(t)};
+      jvp_result<column_major_array<T>> r{detail::new_array<T>(b.shape), detail::new_array<T>(b.shape)};
+      detail::run_program_into<detail::simd_policy, T>(b.leaves, b.n, std::tie(r.value, r.tangent),
+                                                       detail::as_array<E>{e},
+                                                       detail::as_array<Tan>{tangent});
+      return r;
     }
   };
   return [&]<std::size_t... K>(std::index_sequence<K...>) {

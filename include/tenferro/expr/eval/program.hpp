@@ -110,21 +110,4 @@ void run_program_into(const Leaves& leaves, std::size_t n, std::tuple<output_val
   (std::index_sequence_for<Outs...>{});
 }
 
-// run_program_into new values: T for as_scalar, a column-major array of `shape` for as_array.
-template <class Policy, class T, class Leaves, class... Outs>
-std::tuple<output_value_t<T, Outs>...> run_program(const Leaves& leaves, std::size_t n, const Shape& shape,
-                                                   const Outs&... outs) {
-  auto allocate = [&]<class V>(std::type_identity<V>) {
-    if constexpr (std::is_same_v<V, T>) {
-      return T(0);
-    } else {
-      return V::from_shape(shape);
-    }
-  };
-  std::tuple<output_value_t<T, Outs>...> values{allocate(std::type_identity<output_value_t<T, Outs>>{})...};
-  run_program_into<Policy, T>(leaves, n, std::apply([](auto&... v) { return std::tie(v...); }, values),
-                              outs...);
-  return values;
-}
-
 }  // namespace tenferro::expr::detail
