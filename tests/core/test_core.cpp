@@ -73,9 +73,10 @@ TEST_CASE("throw_error builds the message from texts and numbers and shapes") {
   const Shape shape{10, 0, 123};
   const std::string name = "'x'";
   try {
-    throw_error(ErrorKind::Validation, std::string_view("reduce"),
-                {"argument ", name, " (input ", std::size_t{12}, ") has shape ", shape, ", axis ", std::size_t{0},
-                 " of ", std::span<const std::size_t>(shape.data(), 1), "; rank-0: ", Shape{}});
+    throw_error(
+        ErrorKind::Validation, std::string_view("reduce"),
+        {"argument ", name, " (input ", std::size_t{12}, ") has shape ", shape, ", axis ", std::size_t{0},
+         " of ", std::span<const std::size_t>(shape.data(), 1), "; rank-0: ", Shape{}});
     FAIL("no throw");
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::Validation);
