@@ -243,6 +243,21 @@ TEST_CASE("inputs of any layout, element type and kind") {
   CHECK(all_scalars() == 6.0);
 }
 
+TEST_CASE("a broadcast shape with more elements than size_t holds is an error") {
+  // Views that claim 2^40 elements; nothing is read before the shapes are checked.
+  std::vector<double> one = {1.0};
+  const std::size_t big = std::size_t(1) << 40;
+  const auto tall = xt::adapt<xt::layout_type::column_major>(one.data(), big, xt::no_ownership(),
+                                                             std::vector<std::size_t>{big, 1});
+  const auto wide = xt::adapt<xt::layout_type::column_major>(one.data(), big, xt::no_ownership(),
+                                                             std::vector<std::size_t>{1, big});
+  const std::string text =
+      error_text([&] { (void)eval(sum(x + y), tall, wide); }, ErrorKind::InvalidArgument);
+  CHECK(text.find("[1099511627776, 1099511627776]") != std::string::npos);
+  CHECK(text.find("eval") != std::string::npos);
+  CHECK(eval(sum(x + y), vec{1.0, 2.0}, 3.0) == 9.0);  // still usable
+}
+
 TEST_CASE("vjp and jvp reject a cotangent or tangent of the wrong shape") {
   const vec a = {1.0, 2.0, 3.0};
   const std::string v = error_text([&] { (void)vjp(x * x, vec{1.0, 1.0}, a); }, ErrorKind::ShapeMismatch);

@@ -335,6 +335,7 @@ class scratch_buffer {
       : data_(n > 0 ? buffer_allocator<T>().allocate(n) : nullptr), size_(n) {}
   scratch_buffer(scratch_buffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  // Swaps: `other` releases this object's former buffer when it is destroyed.
   scratch_buffer& operator=(scratch_buffer&& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);

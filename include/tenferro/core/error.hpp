@@ -6,6 +6,7 @@
 
 #include <tenferro/core/detail/config.hpp>
 
+#include <concepts>
 #include <cstddef>
 #include <exception>
 #include <initializer_list>
@@ -14,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -128,15 +130,20 @@ inline void append_shape(std::string& out, std::span<const std::size_t> shape) {
   out += ']';
 }
 
+// A count or an index in a message: not a bool, a char or a signed value.
+template <class U>
+concept count = std::unsigned_integral<U> && !std::is_same_v<U, bool> && !std::is_same_v<U, char>;
+
 // One piece of an error message: text, a count or index, or a shape (printed "[2, 3]"). Holds
-// views: the parts live as long as the throw_error call that reads them.
+// views: a braced list of parts is read within the full expression of its throw_error call.
 class message_part {
  public:
   message_part(const char* text) noexcept : text_(text) {}         // NOLINT(google-explicit-constructor)
   message_part(std::string_view text) noexcept : text_(text) {}    // NOLINT(google-explicit-constructor)
   message_part(const std::string& text) noexcept : text_(text) {}  // NOLINT(google-explicit-constructor)
-  message_part(std::size_t number) noexcept                        // NOLINT(google-explicit-constructor)
-      : kind_(kind::number), number_(number) {}
+  template <count U>
+  message_part(U number) noexcept
+      : kind_(kind::number), number_(number) {}              // NOLINT(google-explicit-constructor)
   message_part(std::span<const std::size_t> shape) noexcept  // NOLINT(google-explicit-constructor)
       : kind_(kind::shape), shape_(shape) {}
   message_part(const std::vector<std::size_t>& shape) noexcept  // NOLINT(google-explicit-constructor)

@@ -11,14 +11,21 @@
 
 #include <cstddef>
 #include <memory>
+#include <type_traits>
 
 namespace tenferro::detail {
+
+class range_fn;
+
+// What range_fn refers to: any callable but a range_fn itself (a copy of a range_fn stays a copy).
+template <class F>
+concept range_body = !std::is_same_v<std::remove_cv_t<F>, range_fn>;
 
 // A non-owning reference to a callable `void(std::size_t begin, std::size_t end)`; the callable
 // must outlive the call it is passed to.
 class range_fn {
  public:
-  template <class F>
+  template <range_body F>
   range_fn(F& f) noexcept  // NOLINT(google-explicit-constructor): a parameter type, like std::function
       : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
         call_([](void* object, std::size_t begin, std::size_t end) {

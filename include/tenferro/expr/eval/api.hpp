@@ -129,7 +129,12 @@ struct binding {
       ++k;
     };
     (check_trailing(in), ...);
-    n = checked_shape_size(shape).value_or(0);
+    const auto size = checked_shape_size(shape);
+    if (!size) {
+      throw_error(ErrorKind::InvalidArgument, op,
+                  {"the inputs broadcast to shape ", shape, ", which has more elements than size_t holds"});
+    }
+    n = *size;
     leaves = std::tuple<leaf_t<T, In>...>{bind(in)...};
   }
 
@@ -173,10 +178,15 @@ using gradient_t = std::conditional_t<ArrayInput<In>, column_major_array<T>, T>;
 // What a gradient is constructed from, in place in value_and_grad's result: an array input's
 // gradient is shaped like the evaluation (summed back to the input's shape afterwards when the
 // input was broadcast), a scalar's starts at 0.
+template <class T>
+typename column_major_array<T>::shape_type array_shape(const Shape& shape) {
+  return {shape.begin(), shape.end()};
+}
+
 template <class T, class In>
 auto gradient_init(const Shape& shape) {
   if constexpr (ArrayInput<In>) {
-    return typename column_major_array<T>::shape_type(shape.begin(), shape.end());
+    return array_shape<T>(shape);
   } else {
     return T(0);
   }
@@ -188,7 +198,7 @@ using gradients_t = std::tuple<gradient_t<T, In>...>;
 // An uninitialised array of `shape`, constructed where the caller's result lives.
 template <class T>
 column_major_array<T> new_array(const Shape& shape) {
-  return column_major_array<T>(typename column_major_array<T>::shape_type(shape.begin(), shape.end()));
+  return column_major_array<T>(array_shape<T>(shape));
 }
 
 // Runs `outs` (the outputs that precede the gradients, bound to `first`) and the gradient outputs
@@ -363,7 +373,8 @@ auto value_and_grad(const E& e, const In&... in) {
       "value_and_grad: the expression must be a scalar: reduce it with sum, mean, dot or log_sum_exp");
   using T = detail::compute_type_t<In...>;
   detail::binding<T, In...> b("value_and_grad", sizeof...(In), in...);
-  // The value and the gradients are written where they are returned: no array is moved.
+  // The value and the gradients are written where they are returned (a broadcast input's gradient
+  // is then replaced by its sum back to the input's shape).
   value_and_grad_result<T, detail::gradients_t<T, In...>> result{
       T(0), detail::gradients_t<T, In...>(detail::gradient_init<T, In>(b.shape)...)};
   detail::run_with_gradients<T>(b.leaves, b.n, b.shape, std::tie(result.value),
