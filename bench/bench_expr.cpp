@@ -109,9 +109,9 @@ void normal_handwritten(benchmark::State& s) {
   });
 }
 
-// SIMD math alone, xsimd 8's functions against tenferro's (math.hpp), on 4096 doubles in [-3, 3]
-// (in L1): what the elementwise kernels spend on exp, sin and cos. (Batches with |x| <= pi/4 in
-// every lane are xsimd's fastest case for sin and cos; tenferro's is about as fast there.)
+// SIMD math alone, xsimd 8's functions against tenferro's (math.hpp, math_pow.hpp), on 4096 doubles in [-3,
+// 3] (in L1): what the elementwise kernels spend on exp, sin and cos. (Batches with |x| <= pi/4 in every lane
+// are xsimd's fastest case for sin and cos; tenferro's is about as fast there.)
 template <class F>
 void math_loop(benchmark::State& s, F&& f) {
   using B = xsimd::batch<double>;
@@ -155,6 +155,13 @@ void math_sincos_tenferro(benchmark::State& s) {
     return sn + cs;
   });
 }
+// pow(|x| + 0.5, x): bases in [0.5, 3.5], exponents in [-3, 3] (the abs and add are in both).
+void math_pow_xsimd(benchmark::State& s) {
+  math_loop(s, [](auto b) { return xsimd::pow(xsimd::abs(b) + decltype(b)(0.5), b); });
+}
+void math_pow_tenferro(benchmark::State& s) {
+  math_loop(s, [](auto b) { return tm::pow(xsimd::abs(b) + decltype(b)(0.5), b); });
+}
 
 void sizes(benchmark::internal::Benchmark* b) {
   for (long n : {1000L, 100000L, 1000000L}) b->Args({n, 1});
@@ -185,5 +192,7 @@ BENCHMARK(math_cos_xsimd);
 BENCHMARK(math_cos_tenferro);
 BENCHMARK(math_sincos_xsimd);
 BENCHMARK(math_sincos_tenferro);
+BENCHMARK(math_pow_xsimd);
+BENCHMARK(math_pow_tenferro);
 
 BENCHMARK_MAIN();

@@ -31,7 +31,7 @@ for workload in ["sum_square", "sin_exp", "lse", "normal"]:
 print()
 print("| SIMD math, 4096 doubles in [-3, 3] | xsimd ns/element | tenferro ns/element | tenferro / xsimd |")
 print("| --- | ---: | ---: | ---: |")
-for fn in ["exp", "sin", "cos", "sincos"]:
+for fn in ["exp", "sin", "cos", "sincos", "pow"]:
     xs = ours[(f"math_{fn}_xsimd", 0, 1)] / 4096  # the math benchmarks report ns
     tf = ours[(f"math_{fn}_tenferro", 0, 1)] / 4096
     print(f"| {fn} | {xs:.3f} | {tf:.3f} | {tf / xs:.2f} |")

@@ -246,7 +246,7 @@ TEST_CASE("op values") {
   auto m = EagerTensor::from_vec_col_major_in<double>({2, 2}, {1, 3, 2, 4}, ctx);  // [[1, 2], [3, 4]]
   CHECK(vals(m.matmul(m)) == std::vector<double>{7, 15, 10, 22});
   CHECK(vals(x.maximum(x.neg())) == std::vector<double>{1, 2, 3, 4, 5, 6});
-  const auto p = vals(m.pow(m));  // xsimd's pow: within a few ulp
+  const auto p = vals(m.pow(m));  // within an ulp (expr/ops/math_pow.hpp)
   const std::vector<double> p_want{1, 27, 4, 256};
   for (std::size_t i = 0; i < 4; ++i) CHECK(p[i] == Approx(p_want[i]).epsilon(1e-14));
   // Ties: max splits the cotangent evenly; prod at a zero is the product of the others.
@@ -256,7 +256,16 @@ TEST_CASE("op values") {
   ctx->clear_grads();
   t.reduce_prod().backward();
   CHECK(as_doubles(*t.grad()) == std::vector<double>{0, 0, 0, 4});
-  CHECK_THROWS_AS(ctx->grad(t.reduce_prod(), t), Error);  // the recorded prod rule needs nonzero inputs
+  // The recorded prod rule at zeros: exact, and differentiable again. prod(t) over [2, 1, 2, 0]:
+  // the gradient is [0, 0, 0, 4]; the Hessian is H_ij = Π_{k≠i,j} t_k (i ≠ j), so H·1 is
+  // [t1 t2, t0 t2, t0 t1, t1 t2 + t0 t2 + t0 t1] = [2, 4, 2, 8] (the other terms hold t3 = 0).
+  const auto g = ctx->grad(t.reduce_prod(), t);
+  CHECK(as_doubles(g.materialized()) == std::vector<double>{0, 0, 0, 4});
+  const auto hv = ctx->jvp(g, t, ctx->constant_from(Tensor::ones({4})));
+  CHECK(as_doubles(hv.materialized()) == std::vector<double>{2, 4, 2, 8});
+  auto u = EagerTensor::requires_grad_in(Tensor::from_vec_col_major<double>({2, 3}, {1, 0, 2, 3, 0, 4}), ctx);
+  CHECK(as_doubles(ctx->grad(u.reduce_prod({1}).reduce_sum(), u).materialized()) ==
+        std::vector<double>{0, 12, 0, 0, 2, 0});  // rows [1, 2, 0] and [0, 3, 4]
   // Threads do not change results.
   auto big = EagerTensor::from_tensor_in(Tensor::full({100000}, 0.1),
                                          EagerRuntime::with_cpu_backend(CpuBackend::with_threads(1)));

@@ -48,7 +48,7 @@ TEST_CASE("dtype names, sizes and the element mapping") {
   CHECK(os.str() == "c64");
 }
 
-TEST_CASE("shapes print and count with overflow detection") {
+TEST_CASE("shapes print and count with one size rule") {
   CHECK(format_shape(Shape{}) == "[]");
   CHECK(format_shape(Shape{2, 3}) == "[2, 3]");
   CHECK(format_shape(Shape{0, 10, 18446744073709551615u}) == "[0, 10, 18446744073709551615]");
@@ -57,6 +57,13 @@ TEST_CASE("shapes print and count with overflow detection") {
   CHECK(checked_shape_size(Shape{2, 3, 4}) == std::optional<std::size_t>(24));
   const std::size_t big = std::size_t(1) << 40;
   CHECK_FALSE(checked_shape_size(Shape{big, big}).has_value());
+  // One rule whatever the order of the extents: the non-zero ones must multiply to at most 2^63 - 1.
+  CHECK_FALSE(checked_shape_size(Shape{0, big, big}).has_value());
+  CHECK_FALSE(checked_shape_size(Shape{big, 0, big}).has_value());
+  CHECK_FALSE(checked_shape_size(Shape{big, big, 0}).has_value());
+  CHECK_FALSE(checked_shape_size(Shape{std::size_t(1) << 63}).has_value());
+  CHECK(checked_shape_size(Shape{(std::size_t(1) << 63) - 1}) == std::optional<std::size_t>(max_shape_size));
+  CHECK(checked_shape_size(Shape{0, std::size_t(1) << 62}) == std::optional<std::size_t>(0));
 }
 
 TEST_CASE("Error carries kind, op and detail and reads as prose") {

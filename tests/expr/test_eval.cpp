@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -243,7 +244,7 @@ TEST_CASE("inputs of any layout, element type and kind") {
   CHECK(all_scalars() == 6.0);
 }
 
-TEST_CASE("a broadcast shape with more elements than size_t holds is an error") {
+TEST_CASE("a broadcast shape of more than 2^63 - 1 elements is an error") {
   // Views that claim 2^40 elements; nothing is read before the shapes are checked.
   std::vector<double> one = {1.0};
   const std::size_t big = std::size_t(1) << 40;
@@ -437,4 +438,41 @@ TEST_CASE("loop-invariant factors and addends leave the loop without changing re
   CHECK(std::get<1>(g) == Approx(-2.0 * 21.0 / 8.0));
   const auto r = eval(-3.0 * (x / y), a, 2.0);
   CHECK(r(2) == Approx(-6.0));
+}
+
+TEST_CASE("max propagates NaN wherever it is, for 1 and 2 threads, and its gradient goes to the NaN") {
+  const double qnan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(std::isnan(eval(max(x), vec{qnan, 2.0, 3.0})));
+  CHECK(std::isnan(eval(max(x), vec{1.0, 2.0, qnan})));
+  vec many = vec::from_shape({20000});
+  std::fill(many.storage().begin(), many.storage().end(), 1.0);
+  for (const std::size_t at : {std::size_t(0), std::size_t(7), std::size_t(12345), std::size_t(19999)}) {
+    INFO("NaN at " << at);
+    vec v = many;
+    v(at) = qnan;
+    for (const int threads : {1, 2}) {
+      tbb::task_arena arena(threads);
+      const auto r = arena.execute([&] { return value_and_grad(max(x), v); });
+      CHECK(std::isnan(r.value));
+      const auto& g = std::get<0>(r.grad);
+      CHECK(g(at) == 1.0);
+      CHECK(std::accumulate(g.storage().begin(), g.storage().end(), 0.0) == 1.0);
+    }
+  }
+  // Two NaNs share the cotangent, as tied maxima do.
+  const auto g = std::get<0>(grad(max(x), vec{qnan, 5.0, qnan}));
+  CHECK(g(0) == 0.5);
+  CHECK(g(1) == 0.0);
+  CHECK(g(2) == 0.5);
+  CHECK(std::isnan(eval(log_sum_exp(x), vec{1.0, qnan})));
+}
+
+TEST_CASE("an empty max is -inf and an empty min +inf (the identities): log_sum_exp of nothing is -inf") {
+  const vec empty = vec::from_shape({0});
+  CHECK(eval(max(x), empty) == -std::numeric_limits<double>::infinity());
+  CHECK(eval(min(x), empty) == std::numeric_limits<double>::infinity());
+  CHECK(eval(log_sum_exp(x), empty) == -std::numeric_limits<double>::infinity());
+  CHECK(eval(sum(x), empty) == 0.0);
+  CHECK(eval(min(x), vec{3.0, -2.0, 5.0}) == -2.0);
+  CHECK(std::isnan(eval(min(x), vec{3.0, std::numeric_limits<double>::quiet_NaN(), 5.0})));
 }

@@ -318,9 +318,24 @@ TEST_CASE("buffers of 2 MiB or more are mapped on huge-page boundaries, cached a
   }
 }
 
-TEST_CASE("a buffer larger than the address space throws bad_alloc and the cache stays usable") {
-  // 2^64 - 8000 bytes of f64: the size checks pass, the allocation cannot.
-  CHECK_THROWS_AS(Tensor::full({(std::size_t{1} << 61) - 1000}, 1.0), std::bad_alloc);
+TEST_CASE("a buffer larger than the address space is ResourceExhausted and the cache stays usable") {
+  // 2^64 - 8000 bytes of f64: the size rule holds, the allocation cannot succeed. The error names
+  // the op and the bytes, and nests the allocator's bad_alloc.
+  try {
+    (void)Tensor::full({(std::size_t{1} << 61) - 1000}, 1.0);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::ResourceExhausted);
+    CHECK(std::string(e.what()) ==
+          "ResourceExhausted in Tensor::full: allocating 18446744073709543616 bytes for shape "
+          "[2305843009213692952] failed");
+    REQUIRE(e.cause() != nullptr);
+    CHECK_THROWS_AS(std::rethrow_exception(e.cause()), std::bad_alloc);
+  }
+  // More bytes than size_t holds: said so.
+  CHECK_THAT(
+      tenferro::test::message_of([] { (void)Tensor::for_overwrite<double>(Shape{std::size_t{1} << 62}); }),
+      Catch::Matchers::Contains("more than size_t holds"));
   const Tensor t = Tensor::full({1000000}, 3.0);
   CHECK(t.as_slice<double>()[999999] == 3.0);
 }

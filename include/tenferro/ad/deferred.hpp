@@ -135,7 +135,7 @@ EagerTensor defer_op(deferred_op::kernel run, double constant, std::span<const E
     fill_deferred(inputs);
     cone = cone_of();
   }
-  auto op = std::make_unique<deferred_op>();
+  auto op = std::make_shared<deferred_op>();
   op->run = run;
   op->constant = constant;
   op->kind = kind;
@@ -179,6 +179,13 @@ inline bool can_defer_broadcast(const EagerTensor& x, std::span<const std::size_
          x.context()->backend().fuses();
 }
 
+// A deferred value in a pass's plan, with its own reference to its op (which keeps the op's
+// inputs alive while the pass runs, whatever other threads publish meanwhile).
+struct planned_value {
+  const tensor_state* state;
+  std::shared_ptr<const deferred_op> op;
+};
+
 // The sum over every element of deferred x, its blocks summed as the pass makes them (x itself is
 // not written); nullopt when x is no longer deferred.
 std::optional<Tensor> sum_deferred(const tensor_state& x);
@@ -198,13 +205,15 @@ void sincos_block(T* sin_out, T* cos_out, const T* x, std::size_t n) {
                                expr::sin(a), expr::cos(a));
 }
 
-// One pass computing `group` (deferred values of one dtype and size, inputs before users);
-// written[j]: value j goes to its own storage, else to a scratch block. With `sum` < group size,
-// the blocks of value `sum` are summed, in block order, into *total.
+// One pass computing `group` (deferred values of one dtype and size, inputs before users, with
+// their ops); written[j]: value j is made in values[j] (allocated here), else in a scratch block.
+// With `sum` < group size, the blocks of value `sum` are summed, in block order, into *total.
+// Runs without the fusion mutex: it reads only its own references to the ops and the inputs'
+// filled values, and writes only `values`.
 template <class T>
-void run_deferred_pass(std::span<const tensor_state* const> group, const std::vector<bool>& written,
-                       std::size_t sum = std::size_t(-1), T* total = nullptr) {
-  const std::size_t n = group[0]->size();
+void run_deferred_pass(std::span<const planned_value> group, const std::vector<bool>& written,
+                       std::vector<Tensor>& values, std::size_t sum = std::size_t(-1), T* total = nullptr) {
+  const std::size_t n = group[0].state->size();
   constexpr std::size_t B = block_elements;
   const std::size_t m = group.size();
   // Where each input's elements come from: a value of the group (by index) or a filled tensor.
@@ -214,8 +223,9 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
   };
   std::vector<std::vector<source>> sources(m);
   for (std::size_t j = 0; j < m; ++j) {
-    for (const auto& in : group[j]->pending->inputs) {
-      const auto it = std::find(group.begin(), group.begin() + j, in.get());
+    for (const auto& in : group[j].op->inputs) {
+      const auto it = std::find_if(group.begin(), group.begin() + j,
+                                   [&](const planned_value& p) { return p.state == in.get(); });
       if (it != group.begin() + j) {
         sources[j].push_back({static_cast<std::size_t>(it - group.begin()), nullptr});
       } else {
@@ -224,7 +234,7 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
     }
   }
   using kind = deferred_op::op_kind;
-  auto kind_of = [&](std::size_t j) { return group[j]->pending->kind; };
+  auto kind_of = [&](std::size_t j) { return group[j].op->kind; };
   // x * 1 with 1 a fill (a full sum's cotangent, broadcast): its users read x itself. (Exact:
   // x * 1 == x.) A value requested or summed is still computed.
   std::vector<bool> aliased(m, false);
@@ -236,7 +246,7 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
     if (kind_of(j) != kind::mul || written[j] || j == sum) continue;
     for (std::size_t side = 0; side < 2; ++side) {
       const source one = sources[j][side];
-      if (one.index < m && kind_of(one.index) == kind::fill && group[one.index]->pending->constant == 1.0) {
+      if (one.index < m && kind_of(one.index) == kind::fill && group[one.index].op->constant == 1.0) {
         aliased[j] = true;
         alias_of[j] = sources[j][1 - side];
         break;
@@ -261,7 +271,7 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
     for (std::size_t k = j + 1; k < m; ++k) {
       const kind b = kind_of(k);
       if ((b == kind::sin || b == kind::cos) && b != a && !skip[k] &&
-          group[k]->pending->inputs[0] == group[j]->pending->inputs[0]) {
+          group[k].op->inputs[0] == group[j].op->inputs[0]) {
         partner[j] = k;
         skip[k] = true;
         break;
@@ -282,9 +292,8 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
   std::size_t scratch_count = 0;
   for (std::size_t j = 0; j < m; ++j) {
     if (written[j]) {
-      auto* s = const_cast<tensor_state*>(group[j]);
-      s->value_ = Tensor::for_overwrite<T>(s->deferred_shape);
-      base[j] = s->value_.template mutable_array<T>().data();
+      values[j] = Tensor::for_overwrite<T>(group[j].state->deferred_shape, "a deferred elementwise value");
+      base[j] = values[j].template mutable_array<T>().data();
       if (streams && j != sum) scratch_slot[j] = scratch_count++;
     } else if (computed[j] && j != sum) {
       scratch_slot[j] = scratch_count++;
@@ -341,7 +350,7 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
             const bool sin_first = kind_of(j) == kind::sin;
             sincos_block(at(sin_first ? j : k), at(sin_first ? k : j), static_cast<const T*>(in[0]), len);
           } else {
-            group[j]->pending->run(at(j), in.data(), len, group[j]->pending->constant);
+            group[j].op->run(at(j), in.data(), len, group[j].op->constant);
           }
         }
         if (streams) {
@@ -355,7 +364,7 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
     }
     if (streams) stream_fence();
   };
-  group[0]->runtime->backend().run(n * m, [&] {
+  group[0].state->runtime->backend().run(n * m, [&] {
     if (blocks > 1 && tbb::this_task_arena::max_concurrency() > 1) {
       parallel_ranges(blocks, 2, split::adaptive, run_blocks);
     } else {
@@ -370,10 +379,11 @@ void run_deferred_pass(std::span<const tensor_state* const> group, const std::ve
   deferred_passes().fetch_add(1, std::memory_order_relaxed);
 }
 
-// The deferred values `roots` need (those among them included), inputs before their users.
-inline std::vector<const tensor_state*> deferred_cone(std::span<const tensor_state* const> roots) {
+// The deferred values `roots` need (those among them included), inputs before their users, with
+// references to their ops. Under the fusion mutex.
+inline std::vector<planned_value> deferred_cone(std::span<const tensor_state* const> roots) {
   auto is_deferred = [](const tensor_state* s) { return s->cone.load(std::memory_order_acquire) != 0; };
-  std::vector<const tensor_state*> order;
+  std::vector<planned_value> order;
   std::vector<std::pair<const tensor_state*, std::size_t>> stack;
   std::vector<const tensor_state*> seen;
   auto visit = [&](const tensor_state* s) {
@@ -389,7 +399,7 @@ inline std::vector<const tensor_state*> deferred_cone(std::span<const tensor_sta
       if (next < inputs.size()) {
         visit(inputs[next++].get());  // may grow the stack: s and next are not used after
       } else {
-        order.push_back(s);
+        order.push_back({s, s->pending});
         stack.pop_back();
       }
     }
@@ -397,58 +407,67 @@ inline std::vector<const tensor_state*> deferred_cone(std::span<const tensor_sta
   return order;
 }
 
-// Marks the written values of a pass filled; their ops move to `finished`, to be released once no
-// pass reads them.
-inline void mark_filled(std::span<const tensor_state* const> group, const std::vector<bool>& written,
-                        std::vector<std::unique_ptr<deferred_op>>& finished) {
-  for (std::size_t j = 0; j < group.size(); ++j) {
-    if (!written[j]) continue;
-    auto* s = const_cast<tensor_state*>(group[j]);
-    finished.push_back(std::move(s->pending));
-    s->cone.store(0, std::memory_order_release);
-  }
-}
-
 }  // namespace tenferro::detail::ad
 
 namespace tenferro::detail::ad {
 
+// Computing deferred values holds the runtime's fusion mutex only to read the plan (which values,
+// with which ops) and to publish the results, never while a pass runs: a pass waits for oneTBB
+// work, and a task that thread picks up meanwhile may need deferred values too. Two threads that
+// need one value at once may both compute it (bit-identical); the first to publish wins.
 TENFERRO_INLINE void fill_deferred(std::span<const tensor_state* const> states) {
   const auto first =
       std::find_if(states.begin(), states.end(), [](const tensor_state* s) { return s->deferred(); });
   if (first == states.end()) return;
-  std::lock_guard lock((*first)->runtime->fusion_mutex());
-  const std::vector<const tensor_state*> order = deferred_cone(states);  // empty: filled meanwhile
+  std::mutex& mutex = (*first)->runtime->fusion_mutex();
+  std::vector<planned_value> order;
+  {
+    const std::lock_guard lock(mutex);
+    order = deferred_cone(states);  // empty: filled meanwhile
+  }
 
-  // One pass per dtype and size (an op's inputs have its dtype and size, so a group is closed).
+  // One pass per dtype and size (an op's inputs have its dtype and size, so a group is closed: its
+  // other inputs were filled when the plan was read).
   std::vector<bool> done(order.size(), false);
-  std::vector<std::unique_ptr<deferred_op>> finished;
+  std::vector<std::shared_ptr<const deferred_op>> finished;  // released after the mutex
   for (std::size_t g = 0; g < order.size(); ++g) {
     if (done[g]) continue;
-    const tensor_state& like = *order[g];
-    std::vector<const tensor_state*> group;
+    const tensor_state& like = *order[g].state;
+    std::vector<planned_value> group;
     std::vector<bool> written;
     for (std::size_t j = g; j < order.size(); ++j) {
-      const tensor_state& t = *order[j];
+      const tensor_state& t = *order[j].state;
       if (done[j] || t.dtype() != like.dtype() || t.size() != like.size()) continue;
       done[j] = true;
       group.push_back(order[j]);
-      written.push_back(std::ranges::find(states, order[j]) != states.end());
+      written.push_back(std::ranges::find(states, order[j].state) != states.end());
     }
-    cpu::visit_real(like.dtype(), [&]<class T>(T) { run_deferred_pass<T>(group, written); });
-    mark_filled(group, written, finished);
+    std::vector<Tensor> values(group.size());
+    cpu::visit_real(like.dtype(), [&]<class T>(T) { run_deferred_pass<T>(group, written, values); });
+    const std::lock_guard lock(mutex);
+    for (std::size_t j = 0; j < group.size(); ++j) {
+      auto* s = const_cast<tensor_state*>(group[j].state);
+      if (!written[j] || !s->deferred()) continue;  // not requested, or another thread was first
+      s->value_ = std::move(values[j]);
+      finished.push_back(std::move(s->pending));
+      s->cone.store(0, std::memory_order_release);
+    }
   }
 }
 
 TENFERRO_INLINE std::optional<Tensor> sum_deferred(const tensor_state& x) {
-  std::lock_guard lock(x.runtime->fusion_mutex());
   const tensor_state* root = &x;
-  const std::vector<const tensor_state*> group = deferred_cone(std::span(&root, 1));
+  std::vector<planned_value> group;
+  {
+    const std::lock_guard lock(x.runtime->fusion_mutex());
+    group = deferred_cone(std::span(&root, 1));
+  }
   if (group.empty()) return std::nullopt;  // filled meanwhile
   const std::vector<bool> written(group.size(), false);
+  std::vector<Tensor> values(group.size());
   return cpu::visit_real(x.dtype(), [&]<class T>(T) {
     T total = 0;
-    run_deferred_pass<T>(group, written, group.size() - 1, &total);
+    run_deferred_pass<T>(group, written, values, group.size() - 1, &total);
     return cpu::scalar_tensor<T>(total);
   });
 }

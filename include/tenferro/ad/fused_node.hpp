@@ -47,8 +47,8 @@ constexpr std::string_view op_name() {
 }
 
 template <class X>
-inline constexpr bool is_number_leaf =
-    std::is_same_v<X, expr::constant> || std::is_same_v<X, expr::one> || std::is_same_v<X, expr::numel>;
+inline constexpr bool is_number_leaf = std::is_same_v<X, expr::constant> || std::is_same_v<X, expr::zero> ||
+                                       std::is_same_v<X, expr::one> || std::is_same_v<X, expr::numel>;
 
 inline Shape broadcast_shape_of(std::span<const EagerTensor> in) {
   Shape shape;
@@ -62,6 +62,8 @@ double number_of(const X& x, std::span<const EagerTensor> in) {
     return x.value;
   } else if constexpr (std::is_same_v<X, expr::one>) {
     return 1.0;
+  } else if constexpr (std::is_same_v<X, expr::zero>) {
+    return 0.0;
   } else {
     return static_cast<double>(checked_shape_size(broadcast_shape_of(in)).value_or(0));
   }
@@ -320,16 +322,23 @@ class fused_node final : public node {
     const CpuBackend& backend = inputs()[0]->runtime->backend();
     if (!grads_.empty()) {  // scalar E: the forward pass computed the gradients already
       const kernel_scale scale{backend, cotangent};
-      for (std::size_t k = 0; k < N; ++k) {
-        if (needed[k]) out[k] = scale(grads_[k]);
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        auto take = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+          if (needed[I] && !std::is_same_v<decltype(cotangent_expr<I>()), expr::zero>)
+            out[I] = scale(grads_[I]);
+        };
+        (take(std::integral_constant<std::size_t, K>{}), ...);
       }
+      (std::make_index_sequence<N>{});
       return out;
     }
-    // Inputs whose cotangent is the output's cotangent itself (x + y, ...) share its buffer.
+    // Inputs whose cotangent is the output's cotangent itself (x + y, ...) share its buffer; those
+    // whose cotangent is identically zero (sign, comparisons) get none, as in the traced rules,
+    // so the sweep treats them alike (ad/transforms.hpp: reached with zero).
     bool kernel = false;
     [&]<std::size_t... K>(std::index_sequence<K...>) {
       auto pass = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
-        if (!needed[I]) return;
+        if (!needed[I] || std::is_same_v<decltype(cotangent_expr<I>()), expr::zero>) return;
         constexpr bool identity = std::is_same_v<decltype(cotangent_expr<I>()), expr::arg<N>>;
         if (identity && in[I].shape() == cotangent.shape() && in[I].dtype() == cotangent.dtype()) {
           out[I] = cotangent;
@@ -343,9 +352,15 @@ class fused_node final : public node {
     if (!kernel) return out;
     std::vector<Tensor> g =
         backend.run(largest(in), [&] { return cpu::fused_kernels<E>::vjp(expr_, in, cotangent, name_); });
-    for (std::size_t k = 0; k < N; ++k) {
-      if (needed[k] && !out[k]) out[k] = std::move(g[k]);
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      auto take = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+        if (needed[I] && !out[I] && !std::is_same_v<decltype(cotangent_expr<I>()), expr::zero>) {
+          out[I] = std::move(g[I]);
+        }
+      };
+      (take(std::integral_constant<std::size_t, K>{}), ...);
     }
+    (std::make_index_sequence<N>{});
     return out;
   }
 

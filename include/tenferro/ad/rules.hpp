@@ -3,9 +3,10 @@
 // the algebra (ad/algebra.hpp), and rule_node runs it on Tensors with kernels or on EagerTensors
 // with recorded ops.
 //
-// Conventions: max/min split the cotangent evenly over tied extrema (as the compile-time layer);
-// prod's derivative at zeros is exact (the product of the other elements); a differentiable
-// (traced) prod rule at inputs holding zeros is not available and throws UnsupportedAdRule.
+// Conventions: max/min split the cotangent evenly over tied extrema (as the compile-time layer; a
+// NaN extremum's goes to the NaN elements); prod's derivative at zeros is exact (the product of
+// the other elements), in the differentiable (traced) form too, at O(n^2) per slot of n elements
+// when the input holds zeros.
 #pragma once
 
 #include <tenferro/ad/algebra.hpp>
@@ -36,15 +37,43 @@ struct reduce_rule {
       if constexpr (std::is_same_v<A, kernel_algebra>) {
         return cpu::product_of_others(x, mask);
       } else {
-        if (cpu::has_zero(A::tensor(x))) {
-          throw Error(ErrorKind::UnsupportedAdRule, "reduce_prod",
-                      "a differentiable derivative at an input of shape " + format_shape(in_shape) +
-                          " holding zeros is not available (backward() handles zeros exactly)");
-        }
+        if (cpu::has_zero(A::tensor(x))) return product_of_others(a, x);
         return a.div(expand(a, out), x);
       }
     }
     return a.constant(cpu::extremum_share(A::tensor(x), A::tensor(out), mask));
+  }
+
+  // For each element, the product of the other elements of its slot, differentiable to every
+  // order at zeros too: with the slot's n elements along an axis, an n x n matrix per slot whose
+  // row i is the slot with element i replaced by 1, reduced by product along its columns. O(n^2)
+  // per slot: used only when x holds zeros (elsewhere prod / x).
+  template <class A>
+  value_of<A> product_of_others(const A& a, const value_of<A>& x) const {
+    Axes perm;  // the reduced axes first: x as [n, m], the reduced index varying fastest
+    for (std::size_t d = 0; d < mask.size(); ++d) {
+      if (mask[d]) perm.push_back(d);
+    }
+    for (std::size_t d = 0; d < mask.size(); ++d) {
+      if (!mask[d]) perm.push_back(d);
+    }
+    Shape moved;
+    std::size_t n = 1, m = 1;
+    for (const std::size_t d : perm) {
+      moved.push_back(in_shape[d]);
+      (mask[d] ? n : m) *= in_shape[d];
+    }
+    const DType dtype = A::tensor(x).dtype();
+    Tensor eye = Tensor::zeros({n, n, 1}, dtype), off = Tensor::ones({n, n, 1}, dtype);
+    cpu::visit_real(dtype, [&]<class T>(T) {
+      T* e = eye.mutable_array<T>().data();
+      T* o = off.mutable_array<T>().data();
+      for (std::size_t i = 0; i < n; ++i) e[i + n * i] = T(1), o[i + n * i] = T(0);
+    });
+    const value_of<A> rows = a.broadcast_to(a.reshape(a.transpose(x, perm), {1, n, m}), {n, n, m});
+    const value_of<A> replaced = a.add(a.mul(rows, a.constant(std::move(off))), a.constant(std::move(eye)));
+    const value_of<A> others = a.reduce(cpu::Reduce::prod, replaced, {false, true, false});
+    return a.transpose(a.reshape(others, moved), cpu::inverse_permutation(perm));
   }
 
   // A value of the reduced shape, broadcast back over the reduced axes.

@@ -103,7 +103,8 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
               << ", live gradient slots=" << rt.live_slots().size() << ")";
   }
 
-  // Held while deferred values of this runtime are computed (ad/deferred.hpp).
+  // Held while the plan of a deferred computation of this runtime is read or its results are
+  // published (ad/deferred.hpp); never while anything is computed.
   std::mutex& fusion_mutex() const noexcept { return fusion_mutex_; }
 
   // A new gradient slot, registered so clear_grads() reaches it.

@@ -178,10 +178,11 @@ struct tensor_state : std::enable_shared_from_this<tensor_state> {
 
   // Deferred values only (ad/deferred.hpp). `cone`: 0 once the value is filled, else a bound on the
   // number of deferred values computing it needs (itself included). `pending`: how to compute it,
-  // until it is filled; read and reset under the runtime's fusion mutex.
+  // until it is filled; read, and reset when value_ is published, under the runtime's fusion mutex
+  // (a pass holds its own references to the ops it runs, so it computes without the mutex).
   // `deferred_dtype` and `deferred_shape`: the value's, set before it is published, never changed.
   std::atomic<std::uint32_t> cone{0};
-  std::unique_ptr<deferred_op> pending;
+  std::shared_ptr<const deferred_op> pending;
   DType deferred_dtype = DType::F64;
   Shape deferred_shape;
 };

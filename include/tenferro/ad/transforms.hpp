@@ -121,29 +121,66 @@ struct traced_sweep {
 template <class V>
 using value_map = std::pmr::unordered_map<const tensor_state*, V>;
 
-// Reverse sweep from `root` with cotangent `seed`: the summed cotangent of every tracked state
-// reached (leaves and intermediates), by state.
+// What a reverse sweep leaves: the summed cotangent of every tracked state reached (leaves and
+// intermediates), and the tracked states reached through recorded ops whose cotangent is zero by
+// the rules alone (sign, comparisons: a rule returned none). Those get zeros where a caller asks for
+// them (zeros_for): a leaf reached through recorded ops has a gradient, whatever the rules.
+template <class V>
+struct sweep_result {
+  value_map<V> cot;
+  std::pmr::unordered_set<const tensor_state*> zero;
+
+  // The cotangent of s: its sum, zeros when it was reached only with zero, nullopt when the
+  // output does not depend on it.
+  std::optional<V> of(const tensor_state* s) const {
+    if (auto it = cot.find(s); it != cot.end()) return it->second;
+    if (zero.contains(s)) return zeros_for(*s);
+    return std::nullopt;
+  }
+
+  // Zeros of s's dtype and shape, untracked (a broadcast number: deferred on large shapes).
+  static EagerTensor zeros_for(const tensor_state& s) {
+    const NoGradGuard no_grad;
+    const EagerTensor zero = EagerTensor::from_tensor_in(Tensor::zeros({}, s.dtype()), s.runtime);
+    const auto e = s.extents();
+    return zero.broadcast_to(Shape(e.begin(), e.end()));
+  }
+};
+
+// Reverse sweep from `root` with cotangent `seed`.
 template <class Sweep>
-value_map<typename Sweep::value> reverse_sweep(const tensor_state* root, typename Sweep::value seed,
-                                               std::pmr::memory_resource* mem) {
-  value_map<typename Sweep::value> cot(mem);
+sweep_result<typename Sweep::value> reverse_sweep(const tensor_state* root, typename Sweep::value seed,
+                                                  std::pmr::memory_resource* mem) {
+  sweep_result<typename Sweep::value> r{value_map<typename Sweep::value>(mem),
+                                        std::pmr::unordered_set<const tensor_state*>(mem)};
+  auto& cot = r.cot;
   cot.emplace(root, std::move(seed));
   std::vector<bool> needed;
   for (const tensor_state* s : graph_of(root, mem)) {
-    auto it = cot.find(s);
-    if (it == cot.end()) continue;
     const node& n = *s->grad_fn;
+    auto it = cot.find(s);
+    if (it == cot.end()) {  // reached with a zero cotangent: so are its tracked inputs
+      if (r.zero.contains(s)) {
+        for (const auto& in : n.inputs()) {
+          if (in->tracks_grad()) r.zero.insert(in.get());
+        }
+      }
+      continue;
+    }
     needed.clear();
     for (const auto& in : n.inputs()) needed.push_back(in->tracks_grad());
     auto in_cot = Sweep::vjp(n, *s, it->second, needed);
     vjp_rules_run().fetch_add(1, std::memory_order_relaxed);
     for (std::size_t k = 0; k < in_cot.size(); ++k) {
-      if (!in_cot[k]) continue;
+      if (!in_cot[k]) {
+        if (needed[k]) r.zero.insert(n.inputs()[k].get());
+        continue;
+      }
       auto [slot, fresh] = cot.try_emplace(n.inputs()[k].get(), std::move(*in_cot[k]));
       if (!fresh) Sweep::accumulate(slot->second, *in_cot[k]);
     }
   }
-  return cot;
+  return r;
 }
 
 // Forward sweep: the tangent of `root` when `wrt` moves along `tangent` (nullopt: root does not
@@ -237,15 +274,13 @@ TENFERRO_INLINE std::optional<EagerTensor> vjp_impl(const EagerTensor& output, c
   if (!output.tracks_grad() || !wrt.tracks_grad()) return std::nullopt;
   sweep_arena arena;
   if (NoGradGuard::grad_enabled()) {
-    auto cot = reverse_sweep<traced_sweep>(output.state().get(), cotangent, &arena.resource);
-    auto it = cot.find(wrt.state().get());
-    if (it == cot.end()) return std::nullopt;
-    return it->second;
+    return reverse_sweep<traced_sweep>(output.state().get(), cotangent, &arena.resource)
+        .of(wrt.state().get());
   }
-  auto cot = reverse_sweep<kernel_sweep>(output.state().get(), cotangent, &arena.resource);
-  auto it = cot.find(wrt.state().get());
-  if (it == cot.end()) return std::nullopt;
-  return it->second.tracks_grad() ? it->second.detach() : it->second;  // the seed itself may track
+  auto g =
+      reverse_sweep<kernel_sweep>(output.state().get(), cotangent, &arena.resource).of(wrt.state().get());
+  if (!g) return std::nullopt;
+  return g->tracks_grad() ? g->detach() : *g;  // the seed itself may track
 }
 
 }  // namespace tenferro::detail::ad
@@ -308,39 +343,61 @@ TENFERRO_INLINE void EagerTensor::backward_with(const EagerTensor& seed, Backwar
                 "the output (shape " + format_shape(shape()) +
                     ") does not track grad: no trainable leaf reaches it through recorded ops");
   }
-  // Slots are written after the sweep, so a failing rule leaves every slot as it was.
-  auto deposit = [](const auto& cot, auto&& write) {
-    for (const auto& [state, value] : cot) {
-      const auto& slot = state->slot;
-      if (!slot) continue;
-      std::lock_guard lock(slot->mutex);
-      write(*slot, value);
-    }
-  };
-  detail::ad::sweep_arena arena;
-  auto add_to = [](std::optional<Tensor>& slot, const Tensor& g) {
+  // Slots are written after the sweep, so a failing rule leaves every slot as it was. No slot lock
+  // is held while anything is computed (a computation may wait for oneTBB work, and a task run
+  // meanwhile may deposit into the same slot): values are materialized first, and a traced sum
+  // is made outside the lock and stored only if the slot did not change meanwhile.
+  auto add_to = [](std::optional<Tensor>& slot, const Tensor& g) {  // same shape and dtype: a plain loop
     if (slot) {
       cpu::add_into(*slot, g);
     } else {
       slot = g;
     }
   };
+  // Leaves reached only through rules that are zero (sign, ...) get zeros, as any other leaf
+  // reached through recorded ops gets its gradient.
+  auto add_zeros = [](auto& r) {
+    for (const detail::ad::tensor_state* s : r.zero) {
+      if (s->slot && !r.cot.contains(s)) r.cot.emplace(s, r.zeros_for(*s));
+    }
+  };
+  detail::ad::sweep_arena arena;
   if (options.create_graph) {
-    auto cot = detail::ad::reverse_sweep<detail::ad::traced_sweep>(state_.get(), seed, &arena.resource);
-    deposit(cot, [&](detail::ad::grad_slot& slot, const EagerTensor& g) {
-      slot.traced = slot.traced ? EagerTensor(slot.traced).add(g).state() : g.state();
-      add_to(slot.grad, g.materialized());
-    });
+    auto r = detail::ad::reverse_sweep<detail::ad::traced_sweep>(state_.get(), seed, &arena.resource);
+    add_zeros(r);
+    for (const auto& [state, g] : r.cot) {
+      if (!state->slot) continue;
+      auto& slot = *state->slot;
+      const Tensor value = g.materialized();
+      for (;;) {
+        detail::ad::state_ptr old;
+        {
+          const std::lock_guard lock(slot.mutex);
+          old = slot.traced;
+        }
+        const detail::ad::state_ptr sum = old ? EagerTensor(old).add(g).state() : g.state();
+        const std::lock_guard lock(slot.mutex);
+        if (slot.traced != old) continue;  // another backward deposited meanwhile
+        slot.traced = sum;
+        add_to(slot.grad, value);
+        break;
+      }
+    }
     return;
   }
-  auto cot = detail::ad::reverse_sweep<detail::ad::kernel_sweep>(state_.get(), seed, &arena.resource);
+  auto r = detail::ad::reverse_sweep<detail::ad::kernel_sweep>(state_.get(), seed, &arena.resource);
+  add_zeros(r);
   std::vector<const detail::ad::tensor_state*> grads;  // deferred leaf gradients: computed together
-  for (const auto& [state, g] : cot) {
+  for (const auto& [state, g] : r.cot) {
     if (state->slot) grads.push_back(g.state().get());
   }
   detail::ad::fill_deferred(grads);
-  deposit(cot,
-          [&](detail::ad::grad_slot& slot, const EagerTensor& g) { add_to(slot.grad, g.materialized()); });
+  for (const auto& [state, g] : r.cot) {
+    if (!state->slot) continue;
+    const Tensor value = g.materialized();
+    const std::lock_guard lock(state->slot->mutex);
+    add_to(state->slot->grad, value);
+  }
 }
 
 }  // namespace tenferro

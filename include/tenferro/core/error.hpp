@@ -34,6 +34,7 @@ enum class ErrorKind {
   Inactive,           // the output does not depend on the requested input
   NotUnique,          // a name or key that must be unique is taken
   Extension,          // an extension module failed
+  ResourceExhausted,  // memory for a result could not be allocated
 };
 
 constexpr std::string_view error_kind_name(ErrorKind k) noexcept {
@@ -62,6 +63,8 @@ constexpr std::string_view error_kind_name(ErrorKind k) noexcept {
       return "NotUnique";
     case ErrorKind::Extension:
       return "Extension";
+    case ErrorKind::ResourceExhausted:
+      return "ResourceExhausted";
   }
   return "Unknown";
 }

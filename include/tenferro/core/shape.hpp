@@ -4,6 +4,7 @@
 #include <tenferro/core/error.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,14 +21,27 @@ inline std::string format_shape(std::span<const std::size_t> shape) {
   return out;
 }
 
-// Number of elements (1 for rank 0), or nullopt when the product overflows std::size_t.
+// The largest product of the non-zero extents of a shape: every element offset and stride of an
+// array of that shape, in any layout, fits in std::ptrdiff_t.
+inline constexpr std::size_t max_shape_size = static_cast<std::size_t>(PTRDIFF_MAX);
+
+// Number of elements (1 for rank 0, 0 with an extent of 0), or nullopt when the product of the
+// non-zero extents exceeds max_shape_size. One rule whatever the order of the extents: [0, 2^40,
+// 2^40] is as invalid as [2^40, 2^40, 0] (its strides would overflow, and reducing its first axis
+// would make a shape of 2^80 elements).
 inline std::optional<std::size_t> checked_shape_size(std::span<const std::size_t> shape) noexcept {
-  std::size_t n = 1;
+  std::size_t nonzero = 1;
+  bool empty = false;
   for (std::size_t extent : shape) {
-    if (extent != 0 && n > static_cast<std::size_t>(-1) / extent) return std::nullopt;
-    n *= extent;
+    if (extent == 0) {
+      empty = true;
+    } else if (nonzero > max_shape_size / extent) {
+      return std::nullopt;
+    } else {
+      nonzero *= extent;
+    }
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 }  // namespace tenferro

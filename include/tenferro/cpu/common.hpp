@@ -49,7 +49,7 @@ inline Tensor cast(const Tensor& t, DType to) {
   return visit_real(to, [&]<class T>(T) {
     return visit_real(t.dtype(), [&]<class S>(S) {
       const auto& src = t.array<S>();
-      auto out = column_major_array<T>::from_shape(src.shape());
+      auto out = tenferro::detail::new_array<T>("cast", src.shape());
       std::transform(src.data(), src.data() + src.size(), out.data(), [](S v) { return static_cast<T>(v); });
       return Tensor(std::move(out));
     });
@@ -65,7 +65,7 @@ TypedTensor<T> typed_as(const Tensor& t) {
 // A rank-0 tensor holding v.
 template <class T>
 Tensor scalar_tensor(T v) {
-  auto a = column_major_array<T>::from_shape({});
+  auto a = tenferro::detail::new_array<T>("scalar", Shape{});
   a.data()[0] = v;
   return Tensor(std::move(a));
 }

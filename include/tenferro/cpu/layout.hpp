@@ -15,14 +15,15 @@ namespace tenferro::cpu {
 // counts differ.
 inline Tensor reshape(const Tensor& x, const Shape& shape, std::string_view op) {
   const auto n = checked_shape_size(shape);
-  if (!n || *n != x.size()) {
+  if (!n) tenferro::detail::throw_shape_too_large(op, shape);
+  if (*n != x.size()) {
     throw Error(ErrorKind::ShapeMismatch, std::string(op),
                 "cannot reshape a tensor of shape " + format_shape(x.shape()) + " (" +
                     std::to_string(x.size()) + " elements) to shape " + format_shape(shape));
   }
   return tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
     const auto& a = x.array<T>();
-    auto out = column_major_array<T>::from_shape(shape);
+    auto out = tenferro::detail::new_array<T>(op, shape);
     std::copy(a.data(), a.data() + a.size(), out.data());
     return Tensor(std::move(out));
   });
@@ -61,7 +62,7 @@ inline Tensor transpose(const Tensor& x, const Axes& perm, std::string_view op) 
   }
   return tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
     const T* src = x.array<T>().data();
-    auto out = column_major_array<T>::from_shape(out_shape);
+    auto out = tenferro::detail::new_array<T>(op, out_shape);
     T* dst = out.data();
     expr::detail::for_each_column_major(out_shape, strides,
                                         [&](std::size_t k, std::ptrdiff_t offset) { dst[k] = src[offset]; });
@@ -91,7 +92,7 @@ inline Tensor broadcast_to(const Tensor& x, const Shape& shape, std::string_view
   if (own == shape) return x;
   check_broadcast_to(own, shape, op);
   return visit_real(x.dtype(), [&]<class T>(T) {
-    if (x.size() == 1) return Tensor(tenferro::detail::make_array<T>(shape, x.as_slice<T>()[0]));
+    if (x.size() == 1) return Tensor(tenferro::detail::make_array<T>(op, shape, x.as_slice<T>()[0]));
     return Tensor(expr::detail::materialize<T>(x.array<T>(), shape));
   });
 }
@@ -133,7 +134,7 @@ inline Tensor matmul(const Tensor& a, const Tensor& b, std::string_view op) {
     const Tensor ca = cast(a, dtype), cb = cast(b, dtype);
     const T* A = ca.array<T>().data();
     const T* B = cb.array<T>().data();
-    auto out = column_major_array<T>::from_shape({m, n});
+    auto out = tenferro::detail::new_array<T>(op, Shape{m, n});
     T* C = out.data();
     std::fill(C, C + m * n, T(0));
     // Column-major: C[:, j] += A[:, p] * B[p, j]; the inner loop is contiguous and vectorizes.

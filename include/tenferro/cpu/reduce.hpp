@@ -76,10 +76,21 @@ void for_each_slot(const column_major_array<T>& x, const std::vector<bool>& mask
 
 }  // namespace detail
 
-// x reduced over the axes flagged in `mask`.
+// x reduced over the axes flagged in `mask`. A max or min over an axis of extent 0 has no value
+// (no identity to return, as in NumPy and PyTorch): InvalidArgument naming the axis and the shape.
+// An empty sum is 0, an empty product 1, an empty mean NaN.
 inline Tensor reduce(Reduce r, const Tensor& x, const std::vector<bool>& mask, std::string_view op) {
   promote(op, std::span(&x, 1));
   const Shape shape = x.shape();
+  if (r == Reduce::max || r == Reduce::min) {
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      if (mask[d] && shape[d] == 0) {
+        throw_error(ErrorKind::InvalidArgument, op,
+                    {"axis ", d, " of the input of shape ", shape,
+                     " has extent 0: an empty maximum or minimum has no value"});
+      }
+    }
+  }
   const bool all = std::all_of(mask.begin(), mask.end(), [](bool b) { return b; });
   return visit_real(x.dtype(), [&]<class T>(T) {
     const auto& a = x.array<T>();
@@ -93,7 +104,7 @@ inline Tensor reduce(Reduce r, const Tensor& x, const std::vector<bool>& mask, s
                    : r == Reduce::prod                   ? T(1)
                    : r == Reduce::max                    ? -std::numeric_limits<T>::infinity()
                                                          : std::numeric_limits<T>::infinity();
-    auto out = column_major_array<T>::from_shape(reduced_shape(shape, mask));
+    auto out = tenferro::detail::new_array<T>(op, reduced_shape(shape, mask));
     std::fill(out.data(), out.data() + out.size(), init);
     T* acc = out.data();
     switch (r) {
@@ -104,14 +115,14 @@ inline Tensor reduce(Reduce r, const Tensor& x, const std::vector<bool>& mask, s
       case Reduce::prod:
         detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) { acc[s] *= v; });
         break;
-      case Reduce::max:  // NaN propagates
+      case Reduce::max:  // NaN propagates: once a slot holds NaN it keeps it
         detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) {
-          if (!(v <= acc[s])) acc[s] = v;
+          if (!(v <= acc[s]) && acc[s] == acc[s]) acc[s] = v;
         });
         break;
       case Reduce::min:
         detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) {
-          if (!(v >= acc[s])) acc[s] = v;
+          if (!(v >= acc[s]) && acc[s] == acc[s]) acc[s] = v;
         });
         break;
     }
@@ -125,19 +136,20 @@ inline Tensor reduce(Reduce r, const Tensor& x, const std::vector<bool>& mask, s
 }
 
 // The share of a max/min reduction's cotangent each element of x receives: 1/t at the t elements
-// equal to their slot's extremum, 0 elsewhere (ties split evenly, as in the compile-time layer).
-// `extremum` is the reduction's result.
+// equal to their slot's extremum, 0 elsewhere (ties split evenly, as in the compile-time layer;
+// a NaN extremum is shared by the slot's NaN elements). `extremum` is the reduction's result.
 inline Tensor extremum_share(const Tensor& x, const Tensor& extremum, const std::vector<bool>& mask) {
   return visit_real(x.dtype(), [&]<class T>(T) {
     const auto& a = x.array<T>();
     const T* m = extremum.array<T>().data();
+    auto at = [](T v, T ext) { return v == ext || (v != v && ext != ext); };
     std::vector<T> ties(extremum.size(), T(0));
     detail::for_each_slot(a, mask,
-                          [&](T v, std::ptrdiff_t s, std::size_t) { ties[s] += v == m[s] ? T(1) : T(0); });
-    auto out = column_major_array<T>::from_shape(a.shape());
+                          [&](T v, std::ptrdiff_t s, std::size_t) { ties[s] += at(v, m[s]) ? T(1) : T(0); });
+    auto out = tenferro::detail::new_array<T>("reduce_max/reduce_min vjp", a.shape());
     T* o = out.data();
     detail::for_each_slot(
-        a, mask, [&](T v, std::ptrdiff_t s, std::size_t k) { o[k] = v == m[s] ? T(1) / ties[s] : T(0); });
+        a, mask, [&](T v, std::ptrdiff_t s, std::size_t k) { o[k] = at(v, m[s]) ? T(1) / ties[s] : T(0); });
     return Tensor(std::move(out));
   });
 }
@@ -158,7 +170,7 @@ inline Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) 
         nonzero[s] *= v;
       }
     });
-    auto out = column_major_array<T>::from_shape(a.shape());
+    auto out = tenferro::detail::new_array<T>("reduce_prod vjp", a.shape());
     T* o = out.data();
     detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t k) {
       o[k] = zeros[s] == 0 ? nonzero[s] / v : zeros[s] == 1 && v == T(0) ? nonzero[s] : T(0);

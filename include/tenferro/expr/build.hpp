@@ -289,6 +289,17 @@ template <Expression E>
 constexpr auto sum(E e) {
   return reduction<ops::sum, E>(std::move(e));
 }
+// max(e) = max e_i: NaN when some e_i is NaN, -inf when empty (the identity). Gradient: the
+// cotangent split evenly over the maximal elements (over the NaN elements when it is NaN).
+template <Expression E>
+constexpr auto max(E e) {
+  return reduction<ops::max, E>(std::move(e));
+}
+// min(e) = -max(-e): NaN when some e_i is NaN, +inf when empty.
+template <Expression E>
+constexpr auto min(E e) {
+  return -max(-std::move(e));
+}
 // mean(e) = sum(e) / n, n the element count (NaN when empty)
 template <Expression E>
 constexpr auto mean(E e) {

@@ -6,6 +6,7 @@
 
 namespace tenferro::expr::ops {
 
+using expr::detail::binary_of;
 using expr::detail::make_add;
 using expr::detail::make_div;
 using expr::detail::make_mul;
@@ -32,6 +33,9 @@ template <class A> auto expm1::derivative(const A& a) { return expr::exp(a); }
 template <class A> auto sigmoid::derivative(const A& a) { return make_mul(expr::sigmoid(a), make_sub(one{}, expr::sigmoid(a))); }
 template <class A> auto stop_gradient::derivative(const A&) { return zero{}; }
 
+// [a != 0] + [b < 0]: nonzero where pow's ∂/∂b = a^b ln a holds (not at a = 0 with b >= 0).
+template <class A, class C> auto pow_log_mask(const A& a, const C& b) { return make_add(binary_of<indicator<not_equal>>(a, zero{}), binary_of<indicator<less>>(b, zero{})); }
+
 // binary: ∂f/∂a and ∂f/∂b
 template <class A, class C> auto add::d_lhs(const A&, const C&) { return one{}; }
 template <class A, class C> auto add::d_rhs(const A&, const C&) { return one{}; }
@@ -41,11 +45,12 @@ template <class A, class C> auto mul::d_lhs(const A&, const C& b) { return b; }
 template <class A, class C> auto mul::d_rhs(const A& a, const C&) { return a; }
 template <class A, class C> auto div::d_lhs(const A&, const C& b) { return make_div(one{}, b); }
 template <class A, class C> auto div::d_rhs(const A& a, const C& b) { return make_neg(make_div(make_div(a, b), b)); }
-template <class A, class C> auto pow::d_lhs(const A& a, const C& b) { return make_mul(b, binary<pow, A, decltype(make_sub(b, one{}))>(a, make_sub(b, one{}))); }
-template <class A, class C> auto pow::d_rhs(const A& a, const C& b) { return make_mul(binary<pow, A, C>(a, b), expr::log(a)); }
+template <class A, class C> auto pow::d_lhs(const A& a, const C& b) { return binary_of<where_nonzero>(b, make_mul(b, binary_of<pow>(a, make_sub(b, one{})))); }
+template <class A, class C> auto pow::d_rhs(const A& a, const C& b) { return binary_of<where_nonzero>(pow_log_mask(a, b), make_mul(binary_of<pow>(a, b), expr::log(a))); }
 template <class A, class C> auto maximum::d_lhs(const A& a, const C& b) { return binary<indicator<greater_equal>, A, C>(a, b); }
 template <class A, class C> auto maximum::d_rhs(const A& a, const C& b) { return binary<indicator<less>, A, C>(a, b); }
 template <class A, class C> auto minimum::d_lhs(const A& a, const C& b) { return binary<indicator<less_equal>, A, C>(a, b); }
 template <class A, class C> auto minimum::d_rhs(const A& a, const C& b) { return binary<indicator<greater>, A, C>(a, b); }
+template <class A, class C> auto where_nonzero::d_rhs(const A& c, const C&) { return binary_of<where_nonzero>(c, one{}); }
 
 }  // namespace tenferro::expr::ops

@@ -6,6 +6,7 @@
 // never changes another. clone() makes an independent deep copy explicitly.
 #pragma once
 
+#include <tenferro/core/detail/array.hpp>
 #include <tenferro/core/detail/block_pool.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/core/dtype.hpp>
@@ -13,6 +14,7 @@
 #include <tenferro/core/shape.hpp>
 
 #include <algorithm>
+#include <array>
 #include <complex>
 #include <cstdint>
 #include <initializer_list>
@@ -41,18 +43,9 @@ std::shared_ptr<tensor_storage> make_storage(A&&... args) {
   return std::allocate_shared<tensor_storage>(pool_allocator<tensor_storage>{}, std::forward<A>(args)...);
 }
 
-inline std::size_t required_size(std::string_view op, const Shape& shape) {
-  auto n = checked_shape_size(shape);
-  if (!n) {
-    throw Error(ErrorKind::InvalidArgument, std::string(op),
-                "argument 'shape' " + format_shape(shape) + " has more elements than size_t holds");
-  }
-  return *n;
-}
-
 template <Element T>
-column_major_array<T> make_array(const Shape& shape, T value) {
-  column_major_array<T> a = column_major_array<T>::from_shape(shape);
+column_major_array<T> make_array(std::string_view op, const Shape& shape, T value) {
+  column_major_array<T> a = new_array<T>(op, shape);
   std::fill(a.storage().begin(), a.storage().end(), value);
   return a;
 }
@@ -82,7 +75,8 @@ decltype(auto) visit_dtype(DType dtype, F&& f) {
 class Tensor {
  public:
   // An empty f64 tensor of shape [0].
-  Tensor() : storage_(detail::make_storage(column_major_array<double>::from_shape({0}))) {}
+  Tensor()
+      : storage_(detail::make_storage(detail::new_array<double>("Tensor", std::array<std::size_t, 1>{0}))) {}
 
   // Takes ownership of an xtensor container (moved, not copied).
   template <Element T>
@@ -90,17 +84,19 @@ class Tensor {
 
   // `data` lists the elements in column-major order (the first index varies fastest).
   // Shape {} is a rank-0 scalar holding one value. Throws ShapeMismatch when the product of the
-  // shape differs from data.size().
+  // shape differs from data.size(), InvalidArgument when the shape breaks the size rule
+  // (checked_shape_size).
   template <Element T>
   static Tensor from_vec_col_major(Shape shape, std::vector<T> data) {
     constexpr std::string_view op = "Tensor::from_vec_col_major";
-    const std::size_t n = detail::required_size(op, shape);
-    if (n != data.size()) {
+    const auto n = checked_shape_size(shape);
+    if (!n) detail::throw_shape_too_large(op, shape);
+    if (*n != data.size()) {
       throw Error(ErrorKind::ShapeMismatch, std::string(op),
                   "argument 'data' has " + std::to_string(data.size()) + " elements, shape " +
-                      format_shape(shape) + " needs " + std::to_string(n));
+                      format_shape(shape) + " needs " + std::to_string(*n));
     }
-    auto array = column_major_array<T>::from_shape(shape);
+    auto array = detail::new_array<T>(op, shape);
     std::copy(data.begin(), data.end(), array.storage().begin());
     return Tensor(std::move(array));
   }
@@ -110,28 +106,25 @@ class Tensor {
   }
 
   // A tensor of dtype T and shape `extents` (any range of sizes) whose elements are left
-  // uninitialized, for a kernel that writes every one of them. The container is built in place.
-  // Throws InvalidArgument when the shape has more elements than size_t holds.
+  // uninitialized, for a kernel that writes every one of them. Throws InvalidArgument when the
+  // shape breaks the size rule (checked_shape_size), ResourceExhausted when its memory cannot be
+  // allocated; both name `op`.
   template <Element T, class Extents>
-  static Tensor for_overwrite(const Extents& extents) {
-    using shape_type = typename column_major_array<T>::shape_type;
-    shape_type shape(std::begin(extents), std::end(extents));
-    const std::span<const std::size_t> view(shape.data(), shape.size());
-    if (!checked_shape_size(view)) {
-      throw Error(ErrorKind::InvalidArgument, "Tensor::for_overwrite",
-                  "argument 'extents' " + format_shape(view) + " has more elements than size_t holds");
-    }
-    return Tensor(detail::make_storage(std::in_place_type<column_major_array<T>>, std::move(shape)));
+  static Tensor for_overwrite(const Extents& extents, std::string_view op = "Tensor::for_overwrite") {
+    const auto shape = detail::container_shape<T>(extents);  // built in place: no container move
+    return detail::allocating<T>(op, {shape.data(), shape.size()}, [&] {
+      return Tensor(detail::make_storage(std::in_place_type<column_major_array<T>>, shape));
+    });
   }
 
   // A tensor of `shape` filled with `value` converted to `dtype` (for Bool: value != 0).
+  // Throws as for_overwrite.
   static Tensor full(const Shape& shape, double value, DType dtype = DType::F64) {
-    detail::required_size("Tensor::full", shape);
     return detail::visit_dtype(dtype, [&]<class T>(T) {
       if constexpr (std::is_same_v<T, bool>) {
-        return Tensor(detail::make_array<T>(shape, value != 0.0));
+        return Tensor(detail::make_array<T>("Tensor::full", shape, value != 0.0));
       } else {
-        return Tensor(detail::make_array<T>(shape, static_cast<T>(value)));
+        return Tensor(detail::make_array<T>("Tensor::full", shape, static_cast<T>(value)));
       }
     });
   }

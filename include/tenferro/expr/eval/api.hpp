@@ -131,8 +131,11 @@ struct binding {
     (check_trailing(in), ...);
     const auto size = checked_shape_size(shape);
     if (!size) {
-      throw_error(ErrorKind::InvalidArgument, op,
-                  {"the inputs broadcast to shape ", shape, ", which has more elements than size_t holds"});
+      throw_error(
+          ErrorKind::InvalidArgument, op,
+          {"the inputs broadcast to shape ", shape,
+           ", which has too many elements (the product of its non-zero extents must not exceed 2^63 - "
+           "1)"});
     }
     n = *size;
     leaves = std::tuple<leaf_t<T, In>...>{bind(in)...};

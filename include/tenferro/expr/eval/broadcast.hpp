@@ -3,6 +3,7 @@
 // arrays of the broadcast shape, and sum gradient fields back over the broadcast axes.
 #pragma once
 
+#include <tenferro/core/detail/array.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/core/shape.hpp>
 
@@ -65,7 +66,7 @@ void materialize_into(T* dst, const C& c, const Shape& target) {
 // A column-major copy of container `c` broadcast to `target`, converted to T.
 template <class T, class C>
 column_major_array<T> materialize(const C& c, const Shape& target) {
-  auto out = column_major_array<T>::from_shape(target);
+  auto out = tenferro::detail::new_array<T>("broadcast", target);
   materialize_into(out.data(), c, target);
   return out;
 }
@@ -74,7 +75,7 @@ column_major_array<T> materialize(const C& c, const Shape& target) {
 template <class T>
 column_major_array<T> reduce_to_shape(const column_major_array<T>& field, const Shape& shape) {
   const Shape target(field.shape().begin(), field.shape().end());
-  auto out = column_major_array<T>::from_shape(shape);
+  auto out = tenferro::detail::new_array<T>("sum over broadcast axes", shape);
   std::fill(out.storage().begin(), out.storage().end(), T(0));
   const T* src = field.data();
   T* dst = out.data();

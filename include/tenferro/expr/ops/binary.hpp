@@ -8,13 +8,22 @@
 // Forward rule:  tangent = d_lhs(a, b) * tangent(a) + d_rhs(a, b) * tangent(b).
 #pragma once
 
+#include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/expr/nodes.hpp>
+#include <tenferro/expr/ops/math_pow.hpp>
 
 #include <cmath>
 #include <string_view>
 
 namespace tenferro::expr::ops {
+
+// True where v is NaN, for a number or a batch. Written !(v == v), never v != v: xsimd 8's != on
+// AVX and AVX-512 batches is an ordered comparison (false when either lane is NaN).
+template <class V>
+auto is_nan(const V& v) {
+  return !(v == v);
+}
 
 // a + b;  ∂/∂a = 1, ∂/∂b = 1
 struct add {
@@ -92,8 +101,11 @@ struct div {
   static auto d_rhs(const A& a, const C& b);
 };
 
-// a^b;  ∂/∂a = b a^(b-1), ∂/∂b = a^b ln a.  Domain: a > 0 for a real exponent; with a constant
-// exponent (pow(e, 2.5)) only ∂/∂a is ever built, so a may be any value where a^b is real.
+// a^b with C's special cases (pow(0, -1) = inf, pow(-0, -1) = -inf, pow(x, 0) = 1, pow(-8, 1/3) =
+// NaN; see ops/math.hpp);  ∂/∂a = b a^(b-1), and 0 where b = 0 (a^(b-1) may be inf there);
+// ∂/∂b = a^b ln a, and 0 where a = 0 and b >= 0 (ln 0 = -inf). At a = 0 ∂/∂a is inf for
+// 0 < b < 1, -inf for b < 0, 1 for b = 1, 0 for b > 1. With a constant exponent (pow(e, 2.5))
+// only ∂/∂a is ever built, so a may be any value where a^b is real.
 struct pow {
   static constexpr int cost = 25;
   static constexpr std::string_view symbol = "pow";
@@ -103,8 +115,8 @@ struct pow {
     return std::pow(a, b);
   }
   template <class B>
-  static B batch(const B& a, const B& b) {
-    return xsimd::pow(a, b);
+  TENFERRO_ALWAYS_INLINE static B batch(const B& a, const B& b) {
+    return math::pow(a, b);
   }
   template <class A, class C>
   static auto d_lhs(const A& a, const C& b);
@@ -112,18 +124,19 @@ struct pow {
   static auto d_rhs(const A& a, const C& b);
 };
 
-// max(a, b);  ∂/∂a = [a >= b], ∂/∂b = [a < b]: at a tie the whole gradient goes to a.
+// max(a, b), NaN if either is NaN;  ∂/∂a = [a >= b], ∂/∂b = [a < b], where a NaN operand counts
+// as the larger (the gradient goes to the NaN) and at a tie the whole gradient goes to a.
 struct maximum {
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "maximum";
   static constexpr int precedence = 0;
   template <class T>
   static T scalar(T a, T b) {
-    return a >= b ? a : b;
+    return a >= b || is_nan(a) ? a : b;
   }
   template <class B>
   static B batch(const B& a, const B& b) {
-    return xsimd::select(a >= b, a, b);
+    return xsimd::select((a >= b) | is_nan(a), a, b);
   }
   template <class A, class C>
   static auto d_lhs(const A& a, const C& b);
@@ -131,23 +144,48 @@ struct maximum {
   static auto d_rhs(const A& a, const C& b);
 };
 
-// min(a, b);  ∂/∂a = [a <= b], ∂/∂b = [a > b]: at a tie the whole gradient goes to a.
+// min(a, b), NaN if either is NaN;  ∂/∂a = [a <= b], ∂/∂b = [a > b], where a NaN operand counts
+// as the smaller (the gradient goes to the NaN) and at a tie the whole gradient goes to a.
 struct minimum {
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "minimum";
   static constexpr int precedence = 0;
   template <class T>
   static T scalar(T a, T b) {
-    return a <= b ? a : b;
+    return a <= b || is_nan(a) ? a : b;
   }
   template <class B>
   static B batch(const B& a, const B& b) {
-    return xsimd::select(a <= b, a, b);
+    return xsimd::select((a <= b) | is_nan(a), a, b);
   }
   template <class A, class C>
   static auto d_lhs(const A& a, const C& b);
   template <class A, class C>
   static auto d_rhs(const A& a, const C& b);
+};
+
+// v where c != 0, else 0 (also where v is inf or NaN: a select, not a product);  ∂/∂c = 0,
+// ∂/∂v = [c != 0]. Masks the points where a derivative formula is inf * 0 but the limit is 0
+// (pow's rules).
+struct where_nonzero {
+  static constexpr int cost = 1;
+  static constexpr std::string_view symbol = "where_nonzero";
+  static constexpr int precedence = 0;
+  template <class T>
+  static T scalar(T c, T v) {
+    return !(c == T(0)) ? v : T(0);
+  }
+  template <class B>
+  static B batch(const B& c, const B& v) {
+    using T = typename B::value_type;
+    return xsimd::select(!(c == B(T(0))), v, B(T(0)));
+  }
+  template <class A, class C>
+  static auto d_lhs(const A&, const C&) {
+    return zero{};
+  }
+  template <class A, class C>
+  static auto d_rhs(const A& c, const C& v);
 };
 
 // Iverson brackets [a >= b], [a < b], [a == b] with values 1 or 0 and derivative 0 (piecewise
@@ -175,39 +213,49 @@ struct indicator {
     return zero{};
   }
 };
-struct greater_equal {
+// The comparisons of the brackets. Those of maximum and minimum count a NaN operand as the winner
+// (printed as the plain comparison): exactly one of [a >= b] and [a < b] is 1 for any a, b.
+// "Differs" is written !(a == b), never with != (see is_nan).
+struct greater_equal {  // a >= b, or a is NaN
   static constexpr std::string_view symbol = ">=";
   template <class V>
   auto operator()(const V& a, const V& b) const {
-    return a >= b;
+    return (a >= b) | is_nan(a);
   }
 };
-struct less {
+struct less {  // not greater_equal: a < b, or b is NaN and a is not
   static constexpr std::string_view symbol = "<";
   template <class V>
   auto operator()(const V& a, const V& b) const {
-    return a < b;
+    return !((a >= b) | is_nan(a));
   }
 };
-struct less_equal {
+struct less_equal {  // a <= b, or a is NaN
   static constexpr std::string_view symbol = "<=";
   template <class V>
   auto operator()(const V& a, const V& b) const {
-    return a <= b;
+    return (a <= b) | is_nan(a);
   }
 };
-struct greater {
+struct greater {  // not less_equal
   static constexpr std::string_view symbol = ">";
   template <class V>
   auto operator()(const V& a, const V& b) const {
-    return a > b;
+    return !((a <= b) | is_nan(a));
   }
 };
-struct equal {
+struct equal {  // a == b, or both are NaN (a max reduction's NaN result is "at" its NaN elements)
   static constexpr std::string_view symbol = "==";
   template <class V>
   auto operator()(const V& a, const V& b) const {
-    return a == b;
+    return (a == b) | (is_nan(a) & is_nan(b));
+  }
+};
+struct not_equal {  // a != b (true when either is NaN)
+  static constexpr std::string_view symbol = "!=";
+  template <class V>
+  auto operator()(const V& a, const V& b) const {
+    return !(a == b);
   }
 };
 

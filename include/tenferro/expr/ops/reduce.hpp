@@ -4,8 +4,9 @@
 //   combine(a, b)        scalar and batch combination (associative)
 // Their derivative rules live in derivative.hpp:
 //   sum:  value Σ b_i;  reverse: the scalar cotangent c broadcasts, vjp(b, c); forward: Σ t_i.
-//   max:  value max b_i (-inf when empty);  reverse: c is split evenly over the maximal elements,
-//         vjp(b, c [b == m] / Σ[b == m]); forward: the mean tangent over the maximal elements.
+//   max:  value max b_i, NaN when some b_i is NaN (an empty max is an error, thrown by eval);  reverse: c is split evenly over the maximal elements,
+//         vjp(b, c [b == m] / Σ[b == m]) (with NaN == NaN: a NaN maximum's cotangent goes to the
+//         NaN elements); forward: the mean tangent over the maximal elements.
 #pragma once
 
 #include <tenferro/core/detail/xtensor.hpp>
@@ -24,9 +25,9 @@ struct sum {
 struct max {
   static constexpr std::string_view name = "max";
   template <class T> static constexpr T identity() { return -std::numeric_limits<T>::infinity(); }
-  template <class T> static T combine(T a, T b) { return a >= b ? a : b; }
+  template <class T> static T combine(T a, T b) { return a >= b || !(a == a) ? a : b; }
   template <class T, class A> static xsimd::batch<T, A> combine(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) {
-    return xsimd::max(a, b);
+    return xsimd::select((a >= b) | !(a == a), a, b);  // NaN wins (xsimd::max keeps b's lane)
   }
 };
 
