@@ -141,5 +141,6 @@ TEST_CASE("threads accumulating into one leaf's slot: every deposit counts, with
       CHECK(traced->materialized().as_slice<double>()[5] ==
             Approx(threads * rounds * 2 * xs[5]).epsilon(1e-12));
     }
+    x.clear_grad();  // a traced gradient refers to x: the slot holds x alive until cleared
   }
 }

@@ -13,6 +13,10 @@
 #include <limits>
 #include <vector>
 
+// Under AddressSanitizer an impossible allocation must fail as it does without it (malloc returns
+// null, the allocator throws bad_alloc) instead of aborting the test.
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+
 using namespace tenferro;
 using Catch::Matchers::Contains;
 using tenferro::test::kind_of;
