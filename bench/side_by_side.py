@@ -11,14 +11,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ENV = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824")
 
 
-def run_benchmark(program, min_time, repetitions=9):
+def run_benchmark(program, min_time, repetitions=9, extra=()):
     """Median real time in microseconds by (name, N, threads) (threads 1 when not an argument).
 
     The repetitions of all benchmarks run in a random interleaved order, so a change in the load
-    of this shared machine falls on every benchmark alike and ratios of medians stay fair."""
+    of this shared machine falls on every benchmark alike and ratios of medians stay fair. `extra`:
+    more arguments (e.g. --benchmark_filter=...)."""
     out = subprocess.run([program, "--benchmark_format=json", f"--benchmark_min_time={min_time}",
                           f"--benchmark_repetitions={repetitions}", "--benchmark_enable_random_interleaving=true",
-                          "--benchmark_report_aggregates_only=true"],
+                          "--benchmark_report_aggregates_only=true", *extra],
                          env=ENV, check=True, capture_output=True, text=True).stdout
     times = {}
     for b in json.loads(out)["benchmarks"]:

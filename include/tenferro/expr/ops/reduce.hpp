@@ -4,9 +4,10 @@
 //   combine(a, b)        scalar and batch combination (associative)
 // Their derivative rules live in derivative.hpp:
 //   sum:  value Σ b_i;  reverse: the scalar cotangent c broadcasts, vjp(b, c); forward: Σ t_i.
-//   max:  value max b_i, NaN when some b_i is NaN (an empty max is an error, thrown by eval);  reverse: c is split evenly over the maximal elements,
-//         vjp(b, c [b == m] / Σ[b == m]) (with NaN == NaN: a NaN maximum's cotangent goes to the
-//         NaN elements); forward: the mean tangent over the maximal elements.
+//   max:  value max b_i, NaN when some b_i is NaN (-inf when empty);  reverse: c is split evenly
+//         over the maximal elements, vjp(b, c [b == m] / Σ[b == m]) (with NaN == NaN: a NaN
+//         maximum's cotangent goes to the NaN elements); forward: the mean tangent over the
+//         maximal elements.
 #pragma once
 
 #include <tenferro/core/detail/xtensor.hpp>
@@ -27,7 +28,10 @@ struct max {
   template <class T> static constexpr T identity() { return -std::numeric_limits<T>::infinity(); }
   template <class T> static T combine(T a, T b) { return a >= b || !(a == a) ? a : b; }
   template <class T, class A> static xsimd::batch<T, A> combine(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) {
-    return xsimd::select((a >= b) | !(a == a), a, b);  // NaN wins (xsimd::max keeps b's lane)
+    // NaN wins. xsimd::max(b, a) keeps a's lane when either is NaN (x86's maxpd returns its second
+    // operand), so a NaN accumulator stays; a NaN b is selected by a mask that does not wait for
+    // a, which keeps the accumulator's dependency chain at a max and a blend.
+    return xsimd::select(!(b == b), b, xsimd::max(b, a));
   }
 };
 
