@@ -476,3 +476,20 @@ TEST_CASE("an empty max is -inf and an empty min +inf (the identities): log_sum_
   CHECK(eval(min(x), vec{3.0, -2.0, 5.0}) == -2.0);
   CHECK(std::isnan(eval(min(x), vec{3.0, std::numeric_limits<double>::quiet_NaN(), 5.0})));
 }
+
+TEST_CASE("a division by a number is the correctly rounded quotient, not a product with its reciprocal") {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-100.0, 100.0);
+  vec a = vec::from_shape({1003});
+  for (auto& e : a.storage()) e = u(rng);
+  for (const double s : {3.0, 7.0, 10.0, 0.1}) {
+    const auto q = eval(x / s, a);
+    std::size_t differs_from_product = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      REQUIRE(q(i) == a(i) / s);
+      differs_from_product += a(i) * (1.0 / s) != a(i) / s;
+    }
+    INFO("divisor " << s);
+    CHECK(differs_from_product > 0);  // the check above would catch the product
+  }
+}

@@ -5,8 +5,8 @@
 // every input's gradient (one pass, like expr::value_and_grad), so backward() only scales it.
 #pragma once
 
-#include <tenferro/ad/fused_node.hpp>
 #include <tenferro/ad/ops.hpp>
+#include <tenferro/ad/ops/expression.hpp>
 
 #include <array>
 #include <concepts>
@@ -19,7 +19,7 @@ EagerTensor apply(const E& e, const In&... inputs) {
       sizeof...(In) == expr::arity<E>,
       "apply: give exactly one EagerTensor per placeholder the expression uses (arg<0> .. arg<N-1>)");
   const std::array<EagerTensor, sizeof...(In)> in{inputs...};
-  return detail::ad::record_fused<E, detail::ad::node_kind::lifted>("apply", e, in);
+  return detail::ad::record_expression<E, detail::ad::node_kind::lifted>("apply", e, in);
 }
 
 }  // namespace tenferro

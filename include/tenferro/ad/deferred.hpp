@@ -14,7 +14,7 @@
 // Intermediate blocks live in per-thread scratch (cache-resident); only the requested values are
 // written to memory. A sum over all axes of a deferred value sums its blocks as they are made,
 // and never writes it. Values a recorded node needs for its derivative are not written either:
-// backward() defers the rules of large elementwise ops too (fused_node::defers_vjp), so they are
+// backward() defers the rules of large elementwise ops too (op_def::defers_vjp), so they are
 // computed again inside the backward pass, from the leaves, which costs less than a round trip
 // through memory. So sum(sin(x) * y + exp(x * y)) with its gradients reads x and y twice and
 // writes the two gradients, where op by op it makes about twenty passes over memory.
@@ -60,48 +60,6 @@ inline std::atomic<std::uint64_t>& deferred_passes() noexcept {
   return count;
 }
 
-// The one-op expressions of the eager elementwise ops: op(x), op(x, y), op(x, c), op(c, x).
-template <class E>
-inline constexpr bool is_primitive_expr = false;
-template <class Op>
-inline constexpr bool is_primitive_expr<expr::unary<Op, expr::arg<0>>> = true;
-template <class Op>
-inline constexpr bool is_primitive_expr<expr::binary<Op, expr::arg<0>, expr::arg<1>>> = true;
-template <class Op>
-inline constexpr bool is_primitive_expr<expr::binary<Op, expr::arg<0>, expr::constant>> = true;
-template <class Op>
-inline constexpr bool is_primitive_expr<expr::binary<Op, expr::constant, expr::arg<0>>> = true;
-
-// The number a primitive expression holds (0 when none), and the expression rebuilt from it.
-template <class E>
-double constant_of(const E& e) {
-  if constexpr (requires { e.rhs.value; }) {
-    return e.rhs.value;
-  } else if constexpr (requires { e.lhs.value; }) {
-    return e.lhs.value;
-  } else {
-    return 0.0;
-  }
-}
-template <class E>
-E primitive_expr(double c) {
-  using expr::arg;
-  if constexpr (std::is_constructible_v<E, arg<0>, expr::constant>) {
-    return E(arg<0>{}, expr::constant(c));
-  } else if constexpr (std::is_constructible_v<E, expr::constant, arg<0>>) {
-    return E(expr::constant(c), arg<0>{});
-  } else if constexpr (std::is_constructible_v<E, arg<0>, arg<1>>) {
-    return E(arg<0>{}, arg<1>{});
-  } else {
-    return E(arg<0>{});
-  }
-}
-
-template <class E, DType D>
-void deferred_kernel(void* out, const void* const* in, std::size_t n, double c) {
-  cpu::fused_kernels<E>::forward_block(primitive_expr<E>(c), D, out, in, n);
-}
-
 // True when an elementwise op over `in` is deferred: fusion on, one floating dtype and one shape,
 // large enough.
 inline bool can_defer(std::span<const EagerTensor> in) {
@@ -120,9 +78,9 @@ inline bool can_defer(std::span<const EagerTensor> in) {
 // A deferred value of `dtype` and `shape`, computed by `run` (with `constant`) from `in` (each of
 // that dtype and shape), recording the node make() returns when `record`.
 template <class Make>
-EagerTensor defer_op(deferred_op::kernel run, double constant, std::span<const EagerTensor> in, DType dtype,
+EagerTensor defer_op(block_kernel run, double constant, std::span<const EagerTensor> in, DType dtype,
                      std::span<const std::size_t> shape, const std::shared_ptr<EagerRuntime>& rt, bool record,
-                     deferred_op::op_kind kind, Make&& make) {
+                     fusion_kind kind, Make&& make) {
   auto cone_of = [&] {
     std::uint32_t c = 1;
     for (const auto& x : in) c += x.state()->cone.load(std::memory_order_acquire);
@@ -149,27 +107,20 @@ EagerTensor defer_op(deferred_op::kernel run, double constant, std::span<const E
   return r;
 }
 
-// The deferred result of primitive expression e over `in` (can_defer(in) holds).
-template <class E, class Make>
-EagerTensor defer(const E& e, std::span<const EagerTensor> in, const std::shared_ptr<EagerRuntime>& rt,
-                  bool record, Make&& make) {
-  static_assert(is_primitive_expr<E>);
+// The deferred result of elementwise op `def` (with `attributes`) over `in` (can_defer(in)
+// holds), recording its node when `record`.
+inline EagerTensor defer(const op_def& def, const OpAttributes& attributes, std::span<const EagerTensor> in,
+                         const std::shared_ptr<EagerRuntime>& rt, bool record) {
   const tensor_state& like = *in[0].state();
-  const auto run =
-      like.dtype() == DType::F32 ? &deferred_kernel<E, DType::F32> : &deferred_kernel<E, DType::F64>;
-  using kind = deferred_op::op_kind;
-  constexpr kind k = std::is_same_v<E, cpu::unary_expr<expr::ops::sin>>    ? kind::sin
-                     : std::is_same_v<E, cpu::unary_expr<expr::ops::cos>>  ? kind::cos
-                     : std::is_same_v<E, cpu::binary_expr<expr::ops::mul>> ? kind::mul
-                                                                           : kind::other;
-  return defer_op(run, constant_of(e), in, like.dtype(), like.extents(), rt, record, k,
-                  std::forward<Make>(make));
+  return defer_op(def.block(like.dtype()), attributes.numbers.empty() ? 0.0 : attributes.numbers[0], in,
+                  like.dtype(), like.extents(), rt, record, def.fusion,
+                  [&] { return node(in, def, attributes); });
 }
 
 // out[i] = c: the kernel of a deferred broadcast of one number.
 template <class T>
-void fill_kernel(void* out, const void* const*, std::size_t n, double c) {
-  std::fill_n(static_cast<T*>(out), n, static_cast<T>(c));
+void fill_kernel(void* out, const void* const*, std::size_t n, const double* c) {
+  std::fill_n(static_cast<T*>(out), n, static_cast<T>(*c));
 }
 
 // True when a tensor of one element broadcast to `shape` is deferred.
@@ -233,7 +184,7 @@ void run_deferred_pass(std::span<const planned_value> group, const std::vector<b
       }
     }
   }
-  using kind = deferred_op::op_kind;
+  using kind = fusion_kind;
   auto kind_of = [&](std::size_t j) { return group[j].op->kind; };
   // x * 1 with 1 a fill (a full sum's cotangent, broadcast): its users read x itself. (Exact:
   // x * 1 == x.) A value requested or summed is still computed.
@@ -350,7 +301,7 @@ void run_deferred_pass(std::span<const planned_value> group, const std::vector<b
             const bool sin_first = kind_of(j) == kind::sin;
             sincos_block(at(sin_first ? j : k), at(sin_first ? k : j), static_cast<const T*>(in[0]), len);
           } else {
-            group[j].op->run(at(j), in.data(), len, group[j].op->constant);
+            group[j].op->run(at(j), in.data(), len, &group[j].op->constant);
           }
         }
         if (streams) {

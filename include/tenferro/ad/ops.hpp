@@ -1,12 +1,13 @@
-// The eager ops of EagerTensor. Elementwise ops are fused nodes of one-op expressions
-// (ad/fused_node.hpp): their forward, vjp and jvp are compile-time-layer kernels. Structural ops
-// run CPU kernels and record the rules of ad/rules.hpp.
+// The eager ops of EagerTensor, each recorded as a node of its op-table entry (ad/op.hpp).
+// Elementwise ops are the entries of one-op expressions (ad/ops/expression.hpp): their forward,
+// vjp and jvp are compile-time-layer kernels. Structural ops run CPU kernels and record the rules
+// of ad/rules.hpp.
 //
 // Every op validates first (runtime, dtypes, shapes, axes) and records nothing when it throws.
 // Under TENFERRO_SEPARATE_COMPILATION the op definitions are compiled once (core/detail/config.hpp).
 #pragma once
 
-#include <tenferro/ad/fused_node.hpp>
+#include <tenferro/ad/ops/expression.hpp>
 #include <tenferro/ad/rules.hpp>
 #include <tenferro/core/detail/config.hpp>
 
@@ -19,14 +20,14 @@ namespace detail::ad {
 template <class Op>
 EagerTensor unary_op(const EagerTensor& x) {
   using E = cpu::unary_expr<Op>;
-  return record_fused<E, node_kind::primitive>(op_name<Op>(), E(expr::arg<0>{}), std::span(&x, 1));
+  return record_expression<E, node_kind::primitive>(Op::name, E(expr::arg<0>{}), std::span(&x, 1));
 }
 
 template <class Op>
 EagerTensor binary_op(const EagerTensor& a, const EagerTensor& b, std::string_view name) {
   using E = cpu::binary_expr<Op>;
   const std::array<EagerTensor, 2> in{a, b};
-  return record_fused<E, node_kind::primitive>(name, E(expr::arg<0>{}, expr::arg<1>{}), in);
+  return record_expression<E, node_kind::primitive>(name, E(expr::arg<0>{}, expr::arg<1>{}), in);
 }
 
 // x op s (Left = false) or s op x (Left = true) for a number s.
@@ -34,11 +35,11 @@ template <class Op, bool Left>
 EagerTensor number_op(const EagerTensor& x, double s, std::string_view name) {
   using E = std::conditional_t<Left, cpu::number_lhs_expr<Op>, cpu::number_rhs_expr<Op>>;
   if constexpr (Left) {
-    return record_fused<E, node_kind::primitive>(name, E(expr::constant(s), expr::arg<0>{}),
-                                                 std::span(&x, 1));
+    return record_expression<E, node_kind::primitive>(name, E(expr::constant(s), expr::arg<0>{}),
+                                                      std::span(&x, 1));
   } else {
-    return record_fused<E, node_kind::primitive>(name, E(expr::arg<0>{}, expr::constant(s)),
-                                                 std::span(&x, 1));
+    return record_expression<E, node_kind::primitive>(name, E(expr::arg<0>{}, expr::constant(s)),
+                                                      std::span(&x, 1));
   }
 }
 
@@ -65,7 +66,21 @@ TENFERRO_INLINE EagerTensor reduce_op(const EagerTensor& x, cpu::Reduce kind, co
   Tensor value = fused ? std::move(*fused) : x.context()->backend().run(x.size(), [&] {
     return cpu::reduce(kind, x.materialized(), mask, name);
   });
-  return record_rule(name, std::span(&x, 1), std::move(value), reduce_rule{kind, std::move(mask), x.shape()});
+  const reduce_rule rule{kind, std::move(mask), x.shape()};
+  const std::span<const EagerTensor> in(&x, 1);
+  switch (kind) {
+    case cpu::Reduce::sum:
+      return record_rule<"reduce_sum">(in, std::move(value), rule);
+    case cpu::Reduce::prod:
+      return record_rule<"reduce_prod">(in, std::move(value), rule);
+    case cpu::Reduce::max:
+      return record_rule<"reduce_max">(in, std::move(value), rule);
+    case cpu::Reduce::min:
+      return record_rule<"reduce_min">(in, std::move(value), rule);
+    case cpu::Reduce::mean:
+      break;
+  }
+  return record_rule<"reduce_mean">(in, std::move(value), rule);
 }
 
 }  // namespace detail::ad
@@ -126,6 +141,9 @@ TENFERRO_INLINE EagerTensor EagerTensor::add_scalar(double s) const {
 TENFERRO_INLINE EagerTensor EagerTensor::rsub_scalar(double s) const {
   return detail::ad::number_op<expr::ops::sub, true>(*this, s, "rsub_scalar");
 }
+TENFERRO_INLINE EagerTensor EagerTensor::div_scalar(double s) const {
+  return detail::ad::number_op<expr::ops::div, false>(*this, s, "div_scalar");
+}
 TENFERRO_INLINE EagerTensor EagerTensor::rdiv_scalar(double s) const {
   return detail::ad::number_op<expr::ops::div, true>(*this, s, "rdiv_scalar");
 }
@@ -163,14 +181,14 @@ TENFERRO_INLINE EagerTensor EagerTensor::reduce_mean(const Axes& axes) const {
 
 TENFERRO_INLINE EagerTensor EagerTensor::reshape(const Shape& shape) const {
   Tensor value = cpu::reshape(materialized(), shape, "reshape");
-  return detail::ad::record_rule("reshape", std::span(this, 1), std::move(value),
-                                 detail::ad::reshape_rule{this->shape(), shape});
+  return detail::ad::record_rule<"reshape">(std::span(this, 1), std::move(value),
+                                            detail::ad::reshape_rule{this->shape(), shape});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::transpose(const Axes& perm) const {
   Tensor value = cpu::transpose(materialized(), perm, "transpose");
-  return detail::ad::record_rule("transpose", std::span(this, 1), std::move(value),
-                                 detail::ad::transpose_rule{perm});
+  return detail::ad::record_rule<"transpose">(std::span(this, 1), std::move(value),
+                                              detail::ad::transpose_rule{perm});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::broadcast_to(const Shape& shape) const {
@@ -180,16 +198,18 @@ TENFERRO_INLINE EagerTensor EagerTensor::broadcast_to(const Shape& shape) const 
         cpu::visit_real(dtype(), [&]<class T>(T) { return double(materialized().as_slice<T>()[0]); });
     const auto run =
         dtype() == DType::F32 ? &detail::ad::fill_kernel<float> : &detail::ad::fill_kernel<double>;
+    const detail::ad::broadcast_rule rule{this->shape(), shape, false};
     return detail::ad::defer_op(
         run, c, {}, dtype(), shape, context(), detail::ad::should_record(std::span(this, 1)),
-        detail::ad::deferred_op::op_kind::fill, [&] {
-          return detail::ad::rule_node<detail::ad::broadcast_rule>(
-              std::span(this, 1), "broadcast_to", detail::ad::broadcast_rule{this->shape(), shape, false});
+        detail::ad::fusion_kind::fill, [&] {
+          return detail::ad::node(std::span(this, 1),
+                                  detail::ad::rule_def<detail::ad::broadcast_rule, "broadcast_to">(),
+                                  rule.attributes());
         });
   }
   Tensor value = cpu::broadcast_to(materialized(), shape, "broadcast_to");
-  return detail::ad::record_rule("broadcast_to", std::span(this, 1), std::move(value),
-                                 detail::ad::broadcast_rule{this->shape(), shape, false});
+  return detail::ad::record_rule<"broadcast_to">(std::span(this, 1), std::move(value),
+                                                 detail::ad::broadcast_rule{this->shape(), shape, false});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::sum_to(const Shape& shape) const {
@@ -199,8 +219,8 @@ TENFERRO_INLINE EagerTensor EagerTensor::sum_to(const Shape& shape) const {
                     format_shape(shape) + " (that shape must broadcast to it)");
   }
   Tensor value = cpu::sum_to(materialized(), shape);
-  return detail::ad::record_rule("sum_to", std::span(this, 1), std::move(value),
-                                 detail::ad::broadcast_rule{this->shape(), shape, true});
+  return detail::ad::record_rule<"sum_to">(std::span(this, 1), std::move(value),
+                                           detail::ad::broadcast_rule{this->shape(), shape, true});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::to(DType dtype) const {
@@ -210,15 +230,15 @@ TENFERRO_INLINE EagerTensor EagerTensor::to(DType dtype) const {
                     std::string(dtype_name(dtype)) + ": only f32 and f64 are supported");
   }
   cpu::promote("to", std::span(&state_->value(), 1));
-  return detail::ad::record_rule("to", std::span(this, 1), cpu::cast(materialized(), dtype),
-                                 detail::ad::cast_rule{this->dtype(), dtype});
+  return detail::ad::record_rule<"to">(std::span(this, 1), cpu::cast(materialized(), dtype),
+                                       detail::ad::cast_rule{this->dtype(), dtype});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::matmul(const EagerTensor& other) const {
   const std::array<EagerTensor, 2> in{*this, other};
   detail::ad::common_runtime("matmul", in);
   Tensor value = cpu::matmul(materialized(), other.materialized(), "matmul");
-  return detail::ad::record_rule("matmul", in, std::move(value), detail::ad::matmul_rule{});
+  return detail::ad::record_rule<"matmul">(in, std::move(value), detail::ad::matmul_rule{});
 }
 
 #endif  // TENFERRO_HEADER_ONLY

@@ -49,8 +49,7 @@ template <class Make>
 EagerTensor make_result(Tensor value, const std::shared_ptr<EagerRuntime>& rt, bool record, Make&& make) {
   state_ptr s;
   if (record) {
-    using State = recorded_state<std::invoke_result_t<Make>>;
-    s = std::allocate_shared<State>(pool_allocator<State>{}, std::forward<Make>(make));
+    s = std::allocate_shared<recorded_state>(pool_allocator<recorded_state>{}, std::forward<Make>(make));
   } else {
     s = std::allocate_shared<tensor_state>(pool_allocator<tensor_state>{});
   }

@@ -1,7 +1,8 @@
-// The derivative rules of the structural ops (reductions over axes, reshape, transpose,
+// The structural ops' entries in the op table (reductions over axes, reshape, transpose,
 // broadcast_to / sum_to, matmul, dtype conversion). Each rule is written once, as a template over
-// the algebra (ad/algebra.hpp), and rule_node runs it on Tensors with kernels or on EagerTensors
-// with recorded ops.
+// the algebra (ad/algebra.hpp), and its entry (rule_def) runs it on Tensors with kernels or on
+// EagerTensors with recorded ops. A rule is rebuilt from its node: the attributes (`attributes()`)
+// and the input's shape and dtype.
 //
 // Conventions: max/min split the cotangent evenly over tied extrema (as the compile-time layer; a
 // NaN extremum's goes to the NaN elements); prod's derivative at zeros is exact (the product of
@@ -12,7 +13,10 @@
 #include <tenferro/ad/algebra.hpp>
 #include <tenferro/ad/record.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
+#include <string_view>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -25,10 +29,40 @@ using value_of = typename A::value;
 template <class V>
 using cotangents = std::vector<std::optional<V>>;
 
+// A list of sizes as attribute integers, and back (from attribute integer `first` on).
+inline OpAttributes shape_attributes(const std::vector<std::size_t>& v) {
+  OpAttributes a;
+  for (const std::size_t e : v) a.ints.push_back(static_cast<std::int64_t>(e));
+  return a;
+}
+inline std::vector<std::size_t> attribute_shape(const node& n, std::size_t first) {
+  const auto& ints = n.attributes().ints;
+  return std::vector<std::size_t>(ints.begin() + static_cast<std::ptrdiff_t>(first), ints.end());
+}
+inline Shape input_shape(const node& n) {
+  const auto e = n.inputs()[0]->extents();
+  return Shape(e.begin(), e.end());
+}
+
 struct reduce_rule {
   cpu::Reduce kind;
   std::vector<bool> mask;
   Shape in_shape;
+
+  // ints: the kind, then 1 or 0 per axis (reduced or not).
+  OpAttributes attributes() const {
+    OpAttributes a;
+    a.ints.push_back(static_cast<std::int64_t>(kind));
+    for (const bool m : mask) a.ints.push_back(m ? 1 : 0);
+    return a;
+  }
+  static reduce_rule from(const node& n) {
+    const auto& ints = n.attributes().ints;
+    std::vector<bool> mask;
+    for (std::size_t d = 1; d < ints.size(); ++d) mask.push_back(ints[d] != 0);
+    const auto e = n.inputs()[0]->extents();
+    return {static_cast<cpu::Reduce>(ints[0]), std::move(mask), Shape(e.begin(), e.end())};
+  }
 
   // The extremum / product share each input element gets (max, min, prod), as a value of A.
   template <class A>
@@ -129,6 +163,8 @@ struct reduce_rule {
 
 struct reshape_rule {
   Shape in_shape, out_shape;
+  OpAttributes attributes() const { return shape_attributes(out_shape); }
+  static reshape_rule from(const node& n) { return {input_shape(n), attribute_shape(n, 0)}; }
   bool reads_input() const { return false; }
   template <class A>
   cotangents<value_of<A>> vjp(const A& a, std::span<const value_of<A>>, const value_of<A>&,
@@ -144,6 +180,8 @@ struct reshape_rule {
 
 struct transpose_rule {
   Axes perm;
+  OpAttributes attributes() const { return shape_attributes(perm); }
+  static transpose_rule from(const node& n) { return {attribute_shape(n, 0)}; }
   bool reads_input() const { return false; }
   template <class A>
   cotangents<value_of<A>> vjp(const A& a, std::span<const value_of<A>>, const value_of<A>&,
@@ -161,6 +199,15 @@ struct transpose_rule {
 struct broadcast_rule {
   Shape in_shape, out_shape;
   bool sum_to = false;
+  // ints: 1 for sum_to (0 for broadcast_to), then the output shape.
+  OpAttributes attributes() const {
+    OpAttributes a = shape_attributes(out_shape);
+    a.ints.insert(a.ints.begin(), sum_to ? 1 : 0);
+    return a;
+  }
+  static broadcast_rule from(const node& n) {
+    return {input_shape(n), attribute_shape(n, 1), n.attributes().ints[0] != 0};
+  }
   bool reads_input() const { return false; }
   template <class A>
   cotangents<value_of<A>> vjp(const A& a, std::span<const value_of<A>>, const value_of<A>&,
@@ -175,12 +222,20 @@ struct broadcast_rule {
 };
 
 struct cast_rule {
-  DType from, to;
+  DType from_dtype, to;
+  OpAttributes attributes() const {
+    OpAttributes a;
+    a.ints.push_back(static_cast<std::int64_t>(to));
+    return a;
+  }
+  static cast_rule from(const node& n) {
+    return {n.inputs()[0]->dtype(), static_cast<DType>(n.attributes().ints[0])};
+  }
   bool reads_input() const { return false; }
   template <class A>
   cotangents<value_of<A>> vjp(const A& a, std::span<const value_of<A>>, const value_of<A>&,
                               const value_of<A>& cot, const std::vector<bool>&) const {
-    return {a.cast(cot, from)};
+    return {a.cast(cot, from_dtype)};
   }
   template <class A>
   value_of<A> jvp(const A& a, std::span<const value_of<A>>, const value_of<A>&,
@@ -191,6 +246,9 @@ struct cast_rule {
 
 // C = A B:  dA = G Bᵀ, dB = Aᵀ G;  tangent dA B + A dB.
 struct matmul_rule {
+  static constexpr std::size_t arity = 2;
+  OpAttributes attributes() const { return {}; }
+  static matmul_rule from(const node&) { return {}; }
   template <class A>
   cotangents<value_of<A>> vjp(const A& a, std::span<const value_of<A>> in, const value_of<A>&,
                               const value_of<A>& cot, const std::vector<bool>& needed) const {
@@ -208,68 +266,90 @@ struct matmul_rule {
   }
 };
 
-// A node running one of the rules above.
+// The op-table functions of a rule (the node rebuilds it).
 template <class Rule>
-class rule_node final : public node {
- public:
-  rule_node(std::span<const EagerTensor> inputs, std::string_view name, Rule rule)
-      : node(inputs), name_(name), rule_(std::move(rule)) {}
-
-  std::string_view name() const noexcept override { return name_; }
-
-  bool defers_vjp(const tensor_state&, const EagerTensor& cotangent) const override {
-    if constexpr (requires { rule_.defers_vjp(inputs()[0]->runtime->backend(), cotangent); }) {
-      return rule_.defers_vjp(inputs()[0]->runtime->backend(), cotangent);
+struct rule_functions {
+  static bool defers_vjp(const node& n, const tensor_state&, const EagerTensor& cotangent) {
+    if constexpr (requires(const Rule& r) { r.defers_vjp(n.inputs()[0]->runtime->backend(), cotangent); }) {
+      return Rule::from(n).defers_vjp(n.inputs()[0]->runtime->backend(), cotangent);
     } else {
       return false;
     }
   }
-
-  std::vector<std::optional<Tensor>> vjp(const Tensor& output, const Tensor& cotangent,
-                                         const std::vector<bool>& needed) const override {
-    const kernel_algebra a{inputs()[0]->runtime->backend()};
-    const std::vector<Tensor> in = input_values();
-    return rule_.vjp(a, std::span<const Tensor>(in), output, cotangent, needed);
+  static std::vector<std::optional<Tensor>> vjp(const node& n, const Tensor& output, const Tensor& cotangent,
+                                                const std::vector<bool>& needed) {
+    const Rule rule = Rule::from(n);
+    const kernel_algebra a{n.inputs()[0]->runtime->backend()};
+    const std::vector<Tensor> in = input_values(n, rule);
+    return rule.vjp(a, std::span<const Tensor>(in), output, cotangent, needed);
   }
-  std::vector<std::optional<EagerTensor>> vjp_traced(const EagerTensor& output, const EagerTensor& cotangent,
-                                                     const std::vector<bool>& needed) const override {
+  static std::vector<std::optional<EagerTensor>> vjp_traced(const node& n, const EagerTensor& output,
+                                                            const EagerTensor& cotangent,
+                                                            const std::vector<bool>& needed) {
     const traced_algebra a{output.context()};
-    const std::vector<EagerTensor> in = handles(inputs());
-    return rule_.vjp(a, std::span<const EagerTensor>(in), output, cotangent, needed);
+    const std::vector<EagerTensor> in = handles(n.inputs());
+    return Rule::from(n).vjp(a, std::span<const EagerTensor>(in), output, cotangent, needed);
   }
-  Tensor jvp(const Tensor& output, std::span<const Tensor* const> tangents) const override {
-    const kernel_algebra a{inputs()[0]->runtime->backend()};
-    const std::vector<Tensor> in = input_values();
-    return rule_.jvp(a, std::span<const Tensor>(in), output, tangents);
+  static Tensor jvp(const node& n, const Tensor& output, std::span<const Tensor* const> tangents) {
+    const Rule rule = Rule::from(n);
+    const kernel_algebra a{n.inputs()[0]->runtime->backend()};
+    const std::vector<Tensor> in = input_values(n, rule);
+    return rule.jvp(a, std::span<const Tensor>(in), output, tangents);
   }
-  EagerTensor jvp_traced(const EagerTensor& output,
-                         std::span<const EagerTensor* const> tangents) const override {
+  static EagerTensor jvp_traced(const node& n, const EagerTensor& output,
+                                std::span<const EagerTensor* const> tangents) {
     const traced_algebra a{output.context()};
-    const std::vector<EagerTensor> in = handles(inputs());
-    return rule_.jvp(a, std::span<const EagerTensor>(in), output, tangents);
+    const std::vector<EagerTensor> in = handles(n.inputs());
+    return Rule::from(n).jvp(a, std::span<const EagerTensor>(in), output, tangents);
   }
 
  private:
   // The inputs' values; placeholders when the rule does not read them (a deferred input is then
   // not computed).
-  std::vector<Tensor> input_values() const {
+  static std::vector<Tensor> input_values(const node& n, const Rule& rule) {
     bool reads = true;
-    if constexpr (requires { rule_.reads_input(); }) reads = rule_.reads_input();
+    if constexpr (requires { rule.reads_input(); }) reads = rule.reads_input();
     std::vector<Tensor> in;
-    for (const auto& s : inputs()) in.push_back(reads ? s->value() : Tensor());
+    for (const auto& s : n.inputs()) in.push_back(reads ? s->value() : Tensor());
     return in;
   }
-
-  std::string_view name_;
-  Rule rule_;
 };
 
-// The result of a structural op: `value`, recorded with `rule` when recording.
-template <class Rule>
-EagerTensor record_rule(std::string_view op, std::span<const EagerTensor> in, Tensor value, Rule rule) {
+// A string literal as a template argument: the name of a structural op's entry.
+template <std::size_t N>
+struct op_name {
+  char text[N];
+  constexpr op_name(const char (&s)[N]) { std::copy_n(s, N, text); }  // NOLINT(google-explicit-constructor)
+  constexpr std::string_view view() const { return {text, N - 1}; }
+};
+
+// The entry of the structural op `Name` with rule type Rule, registered the first time it is used.
+template <class Rule, op_name Name>
+const op_def& rule_def() {
+  static const op_def& def = entry(Name.view(), [] {
+    auto d = std::make_unique<op_def>();
+    if constexpr (requires { Rule::arity; }) {
+      d->arity = Rule::arity;
+    } else {
+      d->arity = 1;
+    }
+    using F = rule_functions<Rule>;
+    d->vjp = &F::vjp;
+    d->vjp_traced = &F::vjp_traced;
+    d->jvp = &F::jvp;
+    d->jvp_traced = &F::jvp_traced;
+    d->defers_vjp = &F::defers_vjp;
+    return d;
+  });
+  return def;
+}
+
+// The result of structural op `Name`: `value`, recorded with `rule` when recording.
+template <op_name Name, class Rule>
+EagerTensor record_rule(std::span<const EagerTensor> in, Tensor value, const Rule& rule) {
   const auto& rt = in[0].context();
   return make_result(std::move(value), rt, should_record(in),
-                     [&] { return rule_node<Rule>(in, op, std::move(rule)); });
+                     [&] { return node(in, rule_def<Rule, Name>(), rule.attributes()); });
 }
 
 }  // namespace tenferro::detail::ad

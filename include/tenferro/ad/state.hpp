@@ -7,6 +7,7 @@
 // iterative (no recursion depth limit).
 #pragma once
 
+#include <tenferro/ad/op.hpp>
 #include <tenferro/tensor/tensor.hpp>
 
 #include <boost/container/small_vector.hpp>
@@ -64,50 +65,58 @@ struct grad_slot {
   state_ptr traced;
 };
 
-// One recorded op. Subclasses give the derivative rules, each in two forms: on plain Tensors with
-// the fused compile-time kernels (backward(), and transforms under no_grad), and with the
-// runtime's own ops on EagerTensors (functional transforms, whose results can be differentiated
-// again).
+// One recorded op: its entry in the op table (ad/op.hpp), the call's attributes, its inputs, and
+// values its rules reuse (`saved`: the gradients a fused forward pass computed). The rules are
+// the entry's, each in two forms: on plain Tensors with the fused compile-time kernels
+// (backward(), and transforms under no_grad), and with the runtime's own ops on EagerTensors
+// (functional transforms, whose results can be differentiated again).
 class node {
  public:
   // `in`: the handles (EagerTensors) of the op's inputs; the node keeps their states.
   template <std::ranges::input_range Handles>
-  explicit node(const Handles& in) : sequence_(next_sequence()) {
+  node(const Handles& in, const op_def& def, OpAttributes attributes, std::vector<Tensor> saved = {})
+      : def_(&def), attributes_(std::move(attributes)), saved_(std::move(saved)), sequence_(next_sequence()) {
     for (const auto& x : in) inputs_.push_back(x.state());
     live().fetch_add(1, std::memory_order_relaxed);
   }
   node(const node&) = delete;
   node& operator=(const node&) = delete;
-  virtual ~node();
+  ~node();
 
-  virtual std::string_view name() const noexcept = 0;
-
+  std::string_view name() const noexcept { return def_->label.empty() ? def_->name : def_->label; }
+  const op_def& def() const noexcept { return *def_; }
+  const OpAttributes& attributes() const noexcept { return attributes_; }
+  const std::vector<Tensor>& saved() const noexcept { return saved_; }
   const input_states& inputs() const noexcept { return inputs_; }
+
+  // The op, its attributes and its inputs' dtypes and shapes (defined below tensor_state).
+  NodeKey key() const;
 
   // Creation order: a node's inputs were made by nodes with smaller numbers, so sorting by it is
   // a topological order.
   std::uint64_t sequence() const noexcept { return sequence_; }
 
-  // Cotangents of the inputs flagged in `needed` (the others stay empty), given the output's value
-  // and cotangent.
-  virtual std::vector<std::optional<Tensor>> vjp(const Tensor& output, const Tensor& cotangent,
-                                                 const std::vector<bool>& needed) const = 0;
-  virtual std::vector<std::optional<EagerTensor>> vjp_traced(const EagerTensor& output,
-                                                             const EagerTensor& cotangent,
-                                                             const std::vector<bool>& needed) const = 0;
+  // Cotangents of the inputs flagged in `needed` (the others, and those whose derivative is
+  // identically zero, stay empty), given the output's value and cotangent.
+  std::vector<std::optional<Tensor>> vjp(const Tensor& output, const Tensor& cotangent,
+                                         const std::vector<bool>& needed) const {
+    return def_->vjp(*this, output, cotangent, needed);
+  }
+  std::vector<std::optional<EagerTensor>> vjp_traced(const EagerTensor& output, const EagerTensor& cotangent,
+                                                     const std::vector<bool>& needed) const;  // ad/tensor.hpp
 
   // True when backward() should run vjp_traced (recording nothing) rather than vjp: large
   // elementwise ops, whose traced rules are deferred and fuse across the sweep (ad/deferred.hpp).
-  virtual bool defers_vjp(const tensor_state& output, const EagerTensor& cotangent) const {
-    (void)output;
-    (void)cotangent;
-    return false;
+  bool defers_vjp(const tensor_state& output, const EagerTensor& cotangent) const {
+    return def_->defers_vjp && def_->defers_vjp(*this, output, cotangent);
   }
 
   // The output's tangent; tangents[k] is nullptr for an input that does not move.
-  virtual Tensor jvp(const Tensor& output, std::span<const Tensor* const> tangents) const = 0;
-  virtual EagerTensor jvp_traced(const EagerTensor& output,
-                                 std::span<const EagerTensor* const> tangents) const = 0;
+  Tensor jvp(const Tensor& output, std::span<const Tensor* const> tangents) const {
+    return def_->jvp(*this, output, tangents);
+  }
+  EagerTensor jvp_traced(const EagerTensor& output,
+                         std::span<const EagerTensor* const> tangents) const;  // ad/tensor.hpp
 
   static std::atomic<std::int64_t>& live() noexcept {
     static std::atomic<std::int64_t> count{0};
@@ -120,23 +129,21 @@ class node {
     return counter.fetch_add(1, std::memory_order_relaxed);
   }
 
+  const op_def* def_;
+  OpAttributes attributes_;
+  std::vector<Tensor> saved_;
   input_states inputs_;
   std::uint64_t sequence_;
 };
 
-// How a deferred elementwise value is computed (ad/deferred.hpp): a compile-time-layer kernel over
-// its inputs' elements. The inputs are filled or themselves deferred, all of one dtype and size.
+// How a deferred elementwise value is computed (ad/deferred.hpp): the block kernel of its op's
+// entry over its inputs' elements. The inputs are filled or themselves deferred, all of one dtype
+// and size.
 struct deferred_op {
-  // out[i] = f(in[0][i], ...) for i < n, over elements of the value's dtype; `constant` is the
-  // number of an op such as x * 0.5.
-  using kernel = void (*)(void* out, const void* const* in, std::size_t n, double constant);
-  // What a pass may treat specially: sin and cos of one input come out of one sincos; a product
-  // with a fill of 1 is its other factor.
-  enum class op_kind : std::uint8_t { other, sin, cos, mul, fill };
-  kernel run;
-  double constant;
+  block_kernel run;
+  double constant;  // the op's number (x * 0.5, a fill's value), 0 when it has none
   input_states inputs;
-  op_kind kind = op_kind::other;
+  fusion_kind kind = fusion_kind::other;
 };
 
 // Computes the deferred values among `states`, in one blockwise pass per dtype and size
@@ -189,13 +196,12 @@ struct tensor_state : std::enable_shared_from_this<tensor_state> {
 
 // The state of a recorded op's result and the op's node in one allocation: a node lives exactly
 // as long as the value it produced, and only that state refers to it.
-template <class Node>
 struct recorded_state final : tensor_state {
   template <class Make>
   explicit recorded_state(Make&& make) : op(std::forward<Make>(make)()) {
     grad_fn = &op;
   }
-  Node op;
+  node op;
 };
 
 inline node::~node() {
@@ -215,6 +221,16 @@ inline node::~node() {
     pending.pop_back();
     if (s.use_count() == 1) take_producers(s->grad_fn->inputs_);
   }
+}
+
+inline NodeKey node::key() const {
+  NodeKey k{def_->name, def_->label.empty() ? def_->name : def_->label, attributes_, {}, {}};
+  for (const auto& in : inputs_) {
+    k.dtypes.push_back(in->dtype());
+    const auto e = in->extents();
+    k.shapes.emplace_back(e.begin(), e.end());
+  }
+  return k;
 }
 
 }  // namespace detail::ad

@@ -70,6 +70,13 @@ class EagerTensor {
   bool tracks_grad() const noexcept { return state_->tracks_grad(); }
   bool is_leaf() const noexcept { return !state_->grad_fn; }
 
+  // The structural key of the recorded op that made this tensor (its op-table entry, attributes,
+  // and inputs' dtypes and shapes); nullopt for a leaf or an untracked value.
+  std::optional<NodeKey> node_key() const {
+    if (!state_->grad_fn) return std::nullopt;
+    return state_->grad_fn->key();
+  }
+
   // What backward() accumulated in this leaf's slot (nullopt: nothing yet, or not a trainable leaf).
   std::optional<Tensor> grad() const {
     if (!state_->slot) return std::nullopt;
@@ -121,10 +128,11 @@ class EagerTensor {
   EagerTensor square() const;
   EagerTensor sigmoid() const;
 
-  // Elementwise with a number: x * s, x + s, s - x, s / x (also as operators).
+  // Elementwise with a number: x * s, x + s, s - x, x / s, s / x (also as operators).
   EagerTensor scale(double s) const;
   EagerTensor add_scalar(double s) const;
   EagerTensor rsub_scalar(double s) const;
+  EagerTensor div_scalar(double s) const;
   EagerTensor rdiv_scalar(double s) const;
 
   // Reductions: no argument reduces every axis (rank-0 result); a list reduces those axes (an
@@ -160,8 +168,8 @@ class EagerTensor {
 
  private:
   static detail::ad::state_ptr make_state(Tensor value, std::shared_ptr<EagerRuntime> ctx) {
-    auto s = std::allocate_shared<detail::ad::tensor_state>(
-        detail::pool_allocator<detail::ad::tensor_state>{});
+    auto s =
+        std::allocate_shared<detail::ad::tensor_state>(detail::pool_allocator<detail::ad::tensor_state>{});
     s->value_ = std::move(value);
     s->runtime = std::move(ctx);
     return s;
@@ -177,12 +185,21 @@ inline EagerTensor operator/(const EagerTensor& a, const EagerTensor& b) { retur
 inline EagerTensor operator-(const EagerTensor& a) { return a.neg(); }
 inline EagerTensor operator*(const EagerTensor& a, double s) { return a.scale(s); }
 inline EagerTensor operator*(double s, const EagerTensor& a) { return a.scale(s); }
-inline EagerTensor operator/(const EagerTensor& a, double s) { return a.scale(1.0 / s); }
+inline EagerTensor operator/(const EagerTensor& a, double s) { return a.div_scalar(s); }
 inline EagerTensor operator/(double s, const EagerTensor& a) { return a.rdiv_scalar(s); }
 inline EagerTensor operator+(const EagerTensor& a, double s) { return a.add_scalar(s); }
 inline EagerTensor operator+(double s, const EagerTensor& a) { return a.add_scalar(s); }
 inline EagerTensor operator-(const EagerTensor& a, double s) { return a.add_scalar(-s); }
 inline EagerTensor operator-(double s, const EagerTensor& a) { return a.rsub_scalar(s); }
+
+inline std::vector<std::optional<EagerTensor>> detail::ad::node::vjp_traced(
+    const EagerTensor& output, const EagerTensor& cotangent, const std::vector<bool>& needed) const {
+  return def_->vjp_traced(*this, output, cotangent, needed);
+}
+inline EagerTensor detail::ad::node::jvp_traced(const EagerTensor& output,
+                                                std::span<const EagerTensor* const> tangents) const {
+  return def_->jvp_traced(*this, output, tangents);
+}
 
 inline EagerTensor EagerRuntime::constant_from(Tensor tensor) {
   return EagerTensor::from_tensor_in(std::move(tensor), shared_from_this());

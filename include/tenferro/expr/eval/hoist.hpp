@@ -60,7 +60,11 @@ auto hoist(const E& e, const element_context<T, Leaves>& ctx) {
     using L = std::remove_cvref_t<decltype(e.lhs)>;
     using R = std::remove_cvref_t<decltype(e.rhs)>;
     auto lhs = hoist<Base>(e.lhs, ctx);
-    if constexpr (std::is_same_v<typename E::op_type, ops::div> && uniform<Leaves, R>()) {
+    // A division by a value computed before the loop (a scalar input, a finished reduction) becomes
+    // a multiplication by its reciprocal; a division by a number written in the expression (x / 3)
+    // stays one, so the quotient is the correctly rounded one the expression says.
+    if constexpr (std::is_same_v<typename E::op_type, ops::div> && uniform<Leaves, R>() &&
+                  !std::is_same_v<R, constant>) {
       const T divisor = eval_element<Base + reduction_count<L>, T>(e.rhs, ctx);
       return binary<ops::mul, decltype(lhs), hoisted<reduction_count<R>>>(
           lhs, hoisted<reduction_count<R>>{static_cast<double>(T(1) / divisor)});

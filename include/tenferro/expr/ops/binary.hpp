@@ -1,4 +1,5 @@
 // Elementwise binary ops. Each op is a small struct:
+//   name                  its name in the eager op table ("add"; ad/ops/expression.hpp)
 //   cost                  rough price of one evaluation in multiplies
 //   symbol, precedence    infix printing (precedence 0: printed as a call `name(a, b)`)
 //   scalar(a, b)          value of one element
@@ -27,6 +28,7 @@ auto is_nan(const V& v) {
 
 // a + b;  ∂/∂a = 1, ∂/∂b = 1
 struct add {
+  static constexpr std::string_view name = "add";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "+";
   static constexpr int precedence = 1;
@@ -46,6 +48,7 @@ struct add {
 
 // a - b;  ∂/∂a = 1, ∂/∂b = -1
 struct sub {
+  static constexpr std::string_view name = "sub";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "-";
   static constexpr int precedence = 1;
@@ -65,6 +68,7 @@ struct sub {
 
 // a * b;  ∂/∂a = b, ∂/∂b = a
 struct mul {
+  static constexpr std::string_view name = "mul";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "*";
   static constexpr int precedence = 2;
@@ -84,6 +88,7 @@ struct mul {
 
 // a / b;  ∂/∂a = 1/b, ∂/∂b = -(a/b)/b;  b = 0 gives inf/NaN as IEEE does
 struct div {
+  static constexpr std::string_view name = "div";  // in the op table
   static constexpr int cost = 4;
   static constexpr std::string_view symbol = "/";
   static constexpr int precedence = 2;
@@ -107,6 +112,7 @@ struct div {
 // 0 < b < 1, -inf for b < 0, 1 for b = 1, 0 for b > 1. With a constant exponent (pow(e, 2.5))
 // only ∂/∂a is ever built, so a may be any value where a^b is real.
 struct pow {
+  static constexpr std::string_view name = "pow";  // in the op table
   static constexpr int cost = 25;
   static constexpr std::string_view symbol = "pow";
   static constexpr int precedence = 0;
@@ -127,6 +133,7 @@ struct pow {
 // max(a, b), NaN if either is NaN;  ∂/∂a = [a >= b], ∂/∂b = [a < b], where a NaN operand counts
 // as the larger (the gradient goes to the NaN) and at a tie the whole gradient goes to a.
 struct maximum {
+  static constexpr std::string_view name = "maximum";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "maximum";
   static constexpr int precedence = 0;
@@ -147,6 +154,7 @@ struct maximum {
 // min(a, b), NaN if either is NaN;  ∂/∂a = [a <= b], ∂/∂b = [a > b], where a NaN operand counts
 // as the smaller (the gradient goes to the NaN) and at a tie the whole gradient goes to a.
 struct minimum {
+  static constexpr std::string_view name = "minimum";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "minimum";
   static constexpr int precedence = 0;
@@ -168,6 +176,7 @@ struct minimum {
 // ∂/∂v = [c != 0]. Masks the points where a derivative formula is inf * 0 but the limit is 0
 // (pow's rules).
 struct where_nonzero {
+  static constexpr std::string_view name = "where_nonzero";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "where_nonzero";
   static constexpr int precedence = 0;
@@ -192,6 +201,7 @@ struct where_nonzero {
 // constant). They appear in the derivatives of maximum, minimum and max-reductions.
 template <class Cmp>
 struct indicator {
+  static constexpr std::string_view name = Cmp::indicator_name;  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = Cmp::symbol;
   static constexpr int precedence = -1;  // printed as [a op b]
@@ -218,6 +228,7 @@ struct indicator {
 // "Differs" is written !(a == b), never with != (see is_nan).
 struct greater_equal {  // a >= b, or a is NaN
   static constexpr std::string_view symbol = ">=";
+  static constexpr std::string_view indicator_name = "indicator_ge";
   template <class V>
   auto operator()(const V& a, const V& b) const {
     return (a >= b) | is_nan(a);
@@ -225,6 +236,7 @@ struct greater_equal {  // a >= b, or a is NaN
 };
 struct less {  // not greater_equal: a < b, or b is NaN and a is not
   static constexpr std::string_view symbol = "<";
+  static constexpr std::string_view indicator_name = "indicator_lt";
   template <class V>
   auto operator()(const V& a, const V& b) const {
     return !((a >= b) | is_nan(a));
@@ -232,6 +244,7 @@ struct less {  // not greater_equal: a < b, or b is NaN and a is not
 };
 struct less_equal {  // a <= b, or a is NaN
   static constexpr std::string_view symbol = "<=";
+  static constexpr std::string_view indicator_name = "indicator_le";
   template <class V>
   auto operator()(const V& a, const V& b) const {
     return (a <= b) | is_nan(a);
@@ -239,6 +252,7 @@ struct less_equal {  // a <= b, or a is NaN
 };
 struct greater {  // not less_equal
   static constexpr std::string_view symbol = ">";
+  static constexpr std::string_view indicator_name = "indicator_gt";
   template <class V>
   auto operator()(const V& a, const V& b) const {
     return !((a <= b) | is_nan(a));
@@ -246,6 +260,7 @@ struct greater {  // not less_equal
 };
 struct equal {  // a == b, or both are NaN (a max reduction's NaN result is "at" its NaN elements)
   static constexpr std::string_view symbol = "==";
+  static constexpr std::string_view indicator_name = "indicator_eq";
   template <class V>
   auto operator()(const V& a, const V& b) const {
     return (a == b) | (is_nan(a) & is_nan(b));
@@ -253,6 +268,7 @@ struct equal {  // a == b, or both are NaN (a max reduction's NaN result is "at"
 };
 struct not_equal {  // a != b (true when either is NaN)
   static constexpr std::string_view symbol = "!=";
+  static constexpr std::string_view indicator_name = "indicator_ne";
   template <class V>
   auto operator()(const V& a, const V& b) const {
     return !(a == b);

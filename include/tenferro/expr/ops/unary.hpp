@@ -1,7 +1,7 @@
 // Elementwise unary ops. Each op is a small struct:
 //   cost                  rough price of one evaluation in multiplies (>= 4: worth computing once
 //                         when the value and the gradients both need it; see eval/cse.hpp)
-//   name                  printed name (to_string)
+//   name                  printed name (to_string; neg prints as -x) and name in the eager op table
 //   scalar(x)             value of one element (std math)
 //   batch(x)              value of an xsimd batch (xsimd math; exp, sin, cos from math.hpp)
 //   derivative(a)         f'(a) as an expression of the operand `a`
@@ -24,7 +24,7 @@ namespace tenferro::expr::ops {
 // f(x) = -x;  f'(x) = -1
 struct neg {
   static constexpr int cost = 1;
-  static constexpr std::string_view name = "-";
+  static constexpr std::string_view name = "neg";  // printed as -x
   template <class T>
   static T scalar(T x) {
     return -x;
