@@ -1,5 +1,6 @@
-// The eager runtime, side by side in one run: per-op overhead on a chain of 100 elementwise ops,
-// and sum(sin(x) * y + exp(x * y)) op by op, through apply, and with the compile-time engine.
+// The eager runtime, side by side in one run: per-op overhead on a chain of 100 elementwise ops;
+// sum(sin(x) * y + exp(x * y)) op by op, through apply, and with the compile-time engine; a normal
+// log-density with rank-0 parameters broadcast against the data, and a stable log-sum-exp.
 // Arguments: {N} (chains) or {N, threads}. torch_eager.py times the same workloads in PyTorch.
 #include <tenferro/eager.hpp>
 
@@ -91,6 +92,93 @@ void sin_exp_engine(benchmark::State& s) {
   s.SetItemsProcessed(s.iterations() * s.range(0));
 }
 
+// sum(-0.5 * square((x - mu) / sigma) - log(sigma)) with rank-0 leaves mu and sigma and a data
+// vector x: forward and backward() into mu and sigma.
+struct normal_inputs {
+  std::shared_ptr<EagerRuntime> ctx;
+  Tensor x, mu, sigma;
+  explicit normal_inputs(const benchmark::State& s)
+      : ctx(EagerRuntime::with_cpu_backend(CpuBackend::with_threads(s.range(1)))),
+        x(random_tensor(s.range(0), -2, 2, 3)),
+        mu(Tensor::from_vec_col_major<double>({}, {0.3})),
+        sigma(Tensor::from_vec_col_major<double>({}, {1.7})) {}
+};
+
+template <class Loss>
+void normal_eager(benchmark::State& s, Loss loss) {
+  normal_inputs in(s);
+  const auto x = EagerTensor::from_tensor_in(in.x, in.ctx);
+  for (auto _ : s) {
+    auto mu = EagerTensor::requires_grad_in(in.mu, in.ctx);
+    auto sigma = EagerTensor::requires_grad_in(in.sigma, in.ctx);
+    loss(x, mu, sigma).backward();
+    benchmark::DoNotOptimize(sigma.grad());
+  }
+  s.SetItemsProcessed(s.iterations() * s.range(0));
+}
+
+void normal_op_by_op(benchmark::State& s) {
+  normal_eager(s, [](const EagerTensor& x, const EagerTensor& mu, const EagerTensor& sigma) {
+    return (-0.5 * ((x - mu) / sigma).square() - sigma.log()).reduce_sum();
+  });
+}
+
+const auto normal_expr = [] {
+  const auto [x, mu, sigma] = ct::placeholders<3>();
+  return ct::sum(-0.5 * square((x - mu) / sigma) - log(sigma));
+}();
+
+void normal_apply(benchmark::State& s) {
+  normal_eager(s, [](const EagerTensor& x, const EagerTensor& mu, const EagerTensor& sigma) {
+    return apply(normal_expr, x, mu, sigma);
+  });
+}
+
+void normal_engine(benchmark::State& s) {
+  normal_inputs in(s);
+  const auto x = in.x.typed<double>();
+  const auto mu = in.mu.typed<double>();
+  const auto sigma = in.sigma.typed<double>();
+  in.ctx->backend().execute([&] {
+    for (auto _ : s) benchmark::DoNotOptimize(ct::value_and_grad(normal_expr, x, mu, sigma));
+  });
+  s.SetItemsProcessed(s.iterations() * s.range(0));
+}
+
+// The same with mu and sigma as numbers: the engine hoists what depends on them alone out of the
+// loop (log(sigma), 1 / sigma), which it cannot do for arrays of one element.
+void normal_engine_numbers(benchmark::State& s) {
+  normal_inputs in(s);
+  const auto x = in.x.typed<double>();
+  in.ctx->backend().execute([&] {
+    for (auto _ : s) benchmark::DoNotOptimize(ct::value_and_grad(normal_expr, x, 0.3, 1.7));
+  });
+  s.SetItemsProcessed(s.iterations() * s.range(0));
+}
+
+// log(sum(exp(x - m))) + m with m = x.detach().reduce_max(): forward and backward() into x.
+void lse_op_by_op(benchmark::State& s) {
+  sin_exp_inputs in(s);
+  for (auto _ : s) {
+    auto x = EagerTensor::requires_grad_in(in.x0, in.ctx);
+    const auto m = x.detach().reduce_max();
+    ((x - m).exp().reduce_sum().log() + m).backward();
+    benchmark::DoNotOptimize(x.grad());
+  }
+  s.SetItemsProcessed(s.iterations() * s.range(0));
+}
+
+void lse_engine(benchmark::State& s) {
+  sin_exp_inputs in(s);
+  const auto [a] = ct::placeholders<1>();
+  const auto f = ct::log_sum_exp(a);
+  const auto x = in.x0.typed<double>();
+  in.ctx->backend().execute([&] {
+    for (auto _ : s) benchmark::DoNotOptimize(ct::value_and_grad(f, x));
+  });
+  s.SetItemsProcessed(s.iterations() * s.range(0));
+}
+
 }  // namespace
 
 BENCHMARK(chain_forward)->Arg(1)->Arg(1000)->Unit(benchmark::kMicrosecond);
@@ -113,5 +201,24 @@ BENCHMARK(sin_exp_engine)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime()
     ->MinWarmUpTime(0.5);
+
+BENCHMARK(normal_op_by_op)
+    ->Args({1000000, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime()
+    ->MinWarmUpTime(0.5);
+BENCHMARK(normal_apply)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+BENCHMARK(normal_engine)
+    ->Args({1000000, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime()
+    ->MinWarmUpTime(0.5);
+BENCHMARK(normal_engine_numbers)
+    ->Args({1000000, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime()
+    ->MinWarmUpTime(0.5);
+BENCHMARK(lse_op_by_op)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+BENCHMARK(lse_engine)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 
 BENCHMARK_MAIN();

@@ -47,4 +47,25 @@ for threads in (1, 2):
         (torch.sin(x) * y + torch.exp(x * y)).sum().backward()
 
     results.append({"name": "sin_exp", "n": n, "threads": threads, "us": timed(sin_exp)})
+
+torch.set_num_threads(1)
+xn = torch.rand(n, dtype=torch.float64) * 4 - 2
+mu0 = torch.tensor(0.3, dtype=torch.float64)
+sigma0 = torch.tensor(1.7, dtype=torch.float64)
+
+
+def normal():
+    mu = mu0.detach().requires_grad_()
+    sigma = sigma0.detach().requires_grad_()
+    (-0.5 * torch.square((xn - mu) / sigma) - torch.log(sigma)).sum().backward()
+
+
+def lse():
+    x = x0.detach().requires_grad_()
+    m = x.detach().max()
+    (torch.log(torch.exp(x - m).sum()) + m).backward()
+
+
+results.append({"name": "normal", "n": n, "threads": 1, "us": timed(normal)})
+results.append({"name": "lse", "n": n, "threads": 1, "us": timed(lse)})
 print(json.dumps(results))

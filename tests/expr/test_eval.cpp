@@ -1,4 +1,4 @@
-// Evaluation with known numbers: reductions, gradients of scalar inputs, broadcasting, layouts,
+// Evaluation with known numbers: reductions, gradients of scalar inputs, layouts,
 // element types, errors, lifetimes, position independence and determinism.
 #include <tenferro/expr.hpp>
 #include <tenferro/tensor/typed_tensor.hpp>
@@ -162,33 +162,6 @@ TEST_CASE("vjp and jvp with known numbers") {
   CHECK(s.tangent == 7.0);
   auto with_scalar = jvp(x * y, std::forward_as_tuple(a, 3.0), std::forward_as_tuple(ones, 1.0));
   CHECK(with_scalar.tangent(1) == 3.0 + 3.0);
-}
-
-TEST_CASE("broadcasting NumPy-style, with gradients summed back") {
-  // a: 2 x 3 (column-major), b: 3 (a row, aligned with the last axis)
-  const vec a = column_major_array<double>(xt::xarray<double>{{1, 2, 3}, {4, 5, 6}});
-  const vec b = {10.0, 20.0, 30.0};
-  auto r = eval(x * y, a, b);
-  REQUIRE(r.shape()[0] == 2);
-  REQUIRE(r.shape()[1] == 3);
-  CHECK(r(1, 2) == 180.0);
-  CHECK(r(0, 1) == 40.0);
-  auto [ga, gb] = grad(sum(x * y), a, b);
-  REQUIRE(gb.size() == 3);
-  CHECK(ga(1, 0) == 10.0);
-  CHECK(gb(0) == 5.0);  // 1 + 4
-  CHECK(gb(2) == 9.0);  // 3 + 6
-  auto col = column_major_array<double>::from_shape({2, 1});
-  col(0, 0) = 1.0;
-  col(1, 0) = 2.0;
-  auto gc = std::get<1>(grad(sum(x * y), a, col));
-  REQUIRE(gc.shape()[0] == 2);
-  REQUIRE(gc.shape()[1] == 1);
-  CHECK(gc(1, 0) == 15.0);  // 4 + 5 + 6
-  const std::string text = error_text([&] { (void)eval(x + y, a, vec{1.0, 2.0}); }, ErrorKind::ShapeMismatch);
-  CHECK(text.find("[2]") != std::string::npos);
-  CHECK(text.find("[2, 3]") != std::string::npos);
-  CHECK(text.find("eval") != std::string::npos);
 }
 
 TEST_CASE("eval_into and vjp_into write into arrays the caller shaped") {
@@ -412,18 +385,6 @@ TEST_CASE("regression: a sin shared for occurring twice, with no cos partner, co
   }
   CHECK(v == Approx(expected));
   CHECK(std::get<0>(g) == Approx(da));
-}
-
-TEST_CASE("jvp through broadcasting: each tangent has its input's shape") {
-  const vec a = column_major_array<double>(xt::xarray<double>{{1, 2, 3}, {4, 5, 6}});
-  const vec b = {10.0, 20.0, 30.0};
-  const vec da = column_major_array<double>(xt::xarray<double>{{0, 0, 0}, {0, 0, 0}});
-  const vec db = {1.0, 0.0, 2.0};
-  auto [value, tangent] = jvp(x * y, std::tie(a, b), std::tie(da, db));
-  CHECK(value(1, 2) == 180.0);
-  CHECK(tangent(1, 0) == 4.0);  // a(1, 0) * db(0)
-  CHECK(tangent(0, 2) == 6.0);  // a(0, 2) * db(2)
-  CHECK(tangent(1, 1) == 0.0);
 }
 
 TEST_CASE("loop-invariant factors and addends leave the loop without changing results") {

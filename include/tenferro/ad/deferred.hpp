@@ -60,20 +60,32 @@ inline std::atomic<std::uint64_t>& deferred_passes() noexcept {
   return count;
 }
 
-// True when an elementwise op over `in` is deferred: fusion on, one floating dtype and one shape,
-// large enough.
-inline bool can_defer(std::span<const EagerTensor> in) {
-  const tensor_state& first = *in[0].state();
-  if (first.size() < CpuBackend::fusion_elements || !is_floating(first.dtype()) ||
+// The input whose shape an elementwise op over `in` has when it is deferred (nullptr: it is not):
+// fusion on, one floating dtype, large enough, every input of that shape or one filled element
+// of no higher rank (a rank-0 parameter against a data vector: read from a register).
+inline const tensor_state* deferred_shape_of(std::span<const EagerTensor> in) {
+  const tensor_state* full = nullptr;
+  for (const auto& x : in) {
+    const tensor_state& t = *x.state();
+    if (t.size() == 1 && !t.deferred()) continue;
+    if (full == nullptr) {
+      full = &t;
+    } else if (!std::ranges::equal(t.extents(), full->extents())) {
+      return nullptr;
+    }
+  }
+  if (full == nullptr || full->size() < CpuBackend::fusion_elements || !is_floating(full->dtype()) ||
       !in[0].context()->backend().fuses()) {
-    return false;
+    return nullptr;
   }
-  for (std::size_t k = 1; k < in.size(); ++k) {
-    const tensor_state& t = *in[k].state();
-    if (t.dtype() != first.dtype() || !std::ranges::equal(t.extents(), first.extents())) return false;
+  for (const auto& x : in) {
+    const tensor_state& t = *x.state();
+    if (t.dtype() != full->dtype() || t.extents().size() > full->extents().size()) return nullptr;
   }
-  return true;
+  return full;
 }
+
+inline bool can_defer(std::span<const EagerTensor> in) { return deferred_shape_of(in) != nullptr; }
 
 // A deferred value of `dtype` and `shape`, computed by `run` (with `constant`) from `in` (each of
 // that dtype and shape), recording the node make() returns when `record`.
@@ -111,7 +123,7 @@ EagerTensor defer_op(block_kernel run, double constant, std::span<const EagerTen
 // holds), recording its node when `record`.
 inline EagerTensor defer(const op_def& def, const OpAttributes& attributes, std::span<const EagerTensor> in,
                          const std::shared_ptr<EagerRuntime>& rt, bool record) {
-  const tensor_state& like = *in[0].state();
+  const tensor_state& like = *deferred_shape_of(in);
   return defer_op(def.block(like.dtype()), attributes.numbers.empty() ? 0.0 : attributes.numbers[0], in,
                   like.dtype(), like.extents(), rt, record, def.fusion,
                   [&] { return node(in, def, attributes); });
@@ -119,7 +131,7 @@ inline EagerTensor defer(const op_def& def, const OpAttributes& attributes, std:
 
 // out[i] = c: the kernel of a deferred broadcast of one number.
 template <class T>
-void fill_kernel(void* out, const void* const*, std::size_t n, const double* c) {
+void fill_kernel(void* out, const void* const*, std::size_t n, const double* c, std::uint32_t) {
   std::fill_n(static_cast<T*>(out), n, static_cast<T>(*c));
 }
 
@@ -152,7 +164,7 @@ namespace tenferro::detail::ad {
 template <class T>
 void sincos_block(T* sin_out, T* cos_out, const T* x, std::size_t n) {
   const expr::arg<0> a;
-  expr::detail::eval_blocks<T>(std::array<T*, 2>{sin_out, cos_out}, std::array<const T*, 1>{x}, n,
+  expr::detail::eval_blocks<T>(std::array<T*, 2>{sin_out, cos_out}, std::array<const T*, 1>{x}, n, 0,
                                expr::sin(a), expr::cos(a));
 }
 
@@ -167,10 +179,12 @@ void run_deferred_pass(std::span<const planned_value> group, const std::vector<b
   const std::size_t n = group[0].state->size();
   constexpr std::size_t B = block_elements;
   const std::size_t m = group.size();
-  // Where each input's elements come from: a value of the group (by index) or a filled tensor.
+  // Where each input's elements come from: a value of the group (by index), a filled tensor, or
+  // one filled element broadcast.
   struct source {
     std::size_t index;  // in the group, or m for a filled tensor
     const T* data;
+    bool broadcast = false;
   };
   std::vector<std::vector<source>> sources(m);
   for (std::size_t j = 0; j < m; ++j) {
@@ -180,7 +194,7 @@ void run_deferred_pass(std::span<const planned_value> group, const std::vector<b
       if (it != group.begin() + j) {
         sources[j].push_back({static_cast<std::size_t>(it - group.begin()), nullptr});
       } else {
-        sources[j].push_back({m, in->value_.template array<T>().data()});
+        sources[j].push_back({m, in->value_.template array<T>().data(), in->size() == 1 && n != 1});
       }
     }
   }
@@ -197,7 +211,8 @@ void run_deferred_pass(std::span<const planned_value> group, const std::vector<b
     if (kind_of(j) != kind::mul || written[j] || j == sum) continue;
     for (std::size_t side = 0; side < 2; ++side) {
       const source one = sources[j][side];
-      if (one.index < m && kind_of(one.index) == kind::fill && group[one.index].op->constant == 1.0) {
+      if (one.index < m && kind_of(one.index) == kind::fill && group[one.index].op->constant == 1.0 &&
+          !sources[j][1 - side].broadcast) {  // (its users read n elements of it)
         aliased[j] = true;
         alias_of[j] = sources[j][1 - side];
         break;
@@ -264,7 +279,8 @@ void run_deferred_pass(std::span<const planned_value> group, const std::vector<b
     if (written[j]) writes.push_back(base[j]);
     if (skip[j]) continue;
     for (const source& s : sources[j]) {
-      if (s.index == m && std::ranges::find(reads, s.data) == reads.end()) reads.push_back(s.data);
+      if (s.index == m && !s.broadcast && std::ranges::find(reads, s.data) == reads.end())
+        reads.push_back(s.data);
     }
   }
   auto run_blocks = [&](std::size_t first, std::size_t last) {
@@ -296,12 +312,16 @@ void run_deferred_pass(std::span<const planned_value> group, const std::vector<b
         for (std::size_t j = 0; j < m; ++j) {
           if (skip[j]) continue;
           in.clear();
-          for (const auto& src : sources[j]) in.push_back(src.index < m ? at(src.index) : src.data + offset);
+          std::uint32_t broadcast = 0;
+          for (const auto& src : sources[j]) {
+            if (src.broadcast) broadcast |= 1u << in.size();
+            in.push_back(src.index < m ? at(src.index) : src.broadcast ? src.data : src.data + offset);
+          }
           if (const std::size_t k = partner[j]; k != none) {
             const bool sin_first = kind_of(j) == kind::sin;
             sincos_block(at(sin_first ? j : k), at(sin_first ? k : j), static_cast<const T*>(in[0]), len);
           } else {
-            group[j].op->run(at(j), in.data(), len, &group[j].op->constant);
+            group[j].op->run(at(j), in.data(), len, &group[j].op->constant, broadcast);
           }
         }
         if (streams) {

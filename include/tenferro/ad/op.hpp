@@ -83,7 +83,9 @@ struct tensor_state;
 enum class fusion_kind : std::uint8_t { other, sin, cos, mul, fill };
 
 // out[i] = f(in[0][i], ...) for i < n over elements of one dtype; `numbers`: the op's attributes.
-using block_kernel = void (*)(void* out, const void* const* in, std::size_t n, const double* numbers);
+// Bit k of `broadcast`: input k is one element, in[k][0], read for every i.
+using block_kernel = void (*)(void* out, const void* const* in, std::size_t n, const double* numbers,
+                              std::uint32_t broadcast);
 
 // One eager op. Rules receive the node (its inputs, attributes and saved values).
 struct op_def {

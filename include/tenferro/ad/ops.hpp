@@ -218,7 +218,10 @@ TENFERRO_INLINE EagerTensor EagerTensor::sum_to(const Shape& shape) const {
                 "a tensor of shape " + format_shape(this->shape()) + " cannot be summed to shape " +
                     format_shape(shape) + " (that shape must broadcast to it)");
   }
-  Tensor value = cpu::sum_to(materialized(), shape);
+  // To one element: a deferred value is summed as it is computed (deferred.hpp), never written.
+  std::optional<Tensor> fused;
+  if (state_->deferred() && checked_shape_size(shape) == 1) fused = detail::ad::sum_deferred(*state_);
+  Tensor value = fused ? cpu::reshape(*fused, shape, "sum_to") : cpu::sum_to(materialized(), shape);
   return detail::ad::record_rule<"sum_to">(std::span(this, 1), std::move(value),
                                            detail::ad::broadcast_rule{this->shape(), shape, true});
 }

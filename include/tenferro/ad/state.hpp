@@ -138,7 +138,7 @@ class node {
 
 // How a deferred elementwise value is computed (ad/deferred.hpp): the block kernel of its op's
 // entry over its inputs' elements. The inputs are filled or themselves deferred, all of one dtype
-// and size.
+// and of its size, except filled inputs of one element, which broadcast.
 struct deferred_op {
   block_kernel run;
   double constant;  // the op's number (x * 0.5, a fill's value), 0 when it has none

@@ -52,8 +52,9 @@ struct fused_kernels {
 
   // Elementwise e over n contiguous elements (of `dtype`, f32 or f64) of every input, written to
   // out, on the calling thread for n <= CpuBackend::serial_elements: the block kernel of deferred
-  // fusion (ad/deferred.hpp).
-  static void forward_block(const E& e, DType dtype, void* out, const void* const* in, std::size_t n);
+  // fusion (ad/deferred.hpp). Bit k of `broadcast`: input k is one element, read for every i.
+  static void forward_block(const E& e, DType dtype, void* out, const void* const* in, std::size_t n,
+                            std::uint32_t broadcast);
 };
 
 // The one-op expressions of the eager elementwise ops.
@@ -66,8 +67,10 @@ template <class Op>
 using number_rhs_expr = expr::binary<Op, expr::arg<0>, expr::constant>;
 template <class Op>
 using number_lhs_expr = expr::binary<Op, expr::constant, expr::arg<0>>;
-// The sum of every element.
+// The sum, the maximum and the minimum of every element.
 using sum_expr = expr::reduction<expr::ops::sum, expr::arg<0>>;
+using max_expr = expr::reduction<expr::ops::max, expr::arg<0>>;
+using min_expr = decltype(expr::min(expr::arg<0>{}));
 
 namespace detail {
 
@@ -216,8 +219,8 @@ Tensor fused_kernels<E>::jvp(const E& e, std::span<const Tensor> in, std::span<c
 }
 
 template <class E>
-void fused_kernels<E>::forward_block(const E& e, DType dtype, void* out, const void* const* in,
-                                     std::size_t n) {
+void fused_kernels<E>::forward_block(const E& e, DType dtype, void* out, const void* const* in, std::size_t n,
+                                     std::uint32_t broadcast) {
   if constexpr (expr::is_scalar<E> || expr::level<E> != 0) {
     throw Error(ErrorKind::Unsupported, "forward_block",
                 "an expression with reductions has no elementwise block kernel");
@@ -225,7 +228,7 @@ void fused_kernels<E>::forward_block(const E& e, DType dtype, void* out, const v
     visit_real(dtype, [&]<class T>(T) {
       std::array<const T*, arity> p;
       for (std::size_t k = 0; k < arity; ++k) p[k] = static_cast<const T*>(in[k]);
-      expr::detail::eval_block(static_cast<T*>(out), e, p, n);
+      expr::detail::eval_block(static_cast<T*>(out), e, p, n, broadcast);
     });
   }
 }

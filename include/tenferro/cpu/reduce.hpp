@@ -100,6 +100,12 @@ inline Tensor reduce(Reduce r, const Tensor& x, const std::vector<bool>& mask, s
         return r == Reduce::sum ? total : scalar_tensor<T>(std::numeric_limits<T>::quiet_NaN());
       return scalar_tensor<T>(total.as_slice<T>()[0] / static_cast<T>(a.size()));
     }
+    if (all && r == Reduce::max) {
+      return fused_kernels<max_expr>::forward(max_expr(expr::arg<0>{}), std::span(&x, 1), op);
+    }
+    if (all && r == Reduce::min) {
+      return fused_kernels<min_expr>::forward(expr::min(expr::arg<0>{}), std::span(&x, 1), op);
+    }
     const T init = r == Reduce::sum || r == Reduce::mean ? T(0)
                    : r == Reduce::prod                   ? T(1)
                    : r == Reduce::max                    ? -std::numeric_limits<T>::infinity()

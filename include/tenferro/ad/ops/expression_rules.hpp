@@ -221,9 +221,11 @@ struct expression_rules {
 
 // The block kernel of a one-op expression for deferred passes, per floating dtype.
 template <class E, DType D>
-void expression_block(void* out, const void* const* in, std::size_t n, const double* numbers) {
+void expression_block(void* out, const void* const* in, std::size_t n, const double* numbers,
+                      std::uint32_t broadcast) {
   cpu::fused_kernels<E>::forward_block(
-      expr::with_constants<E>(std::span<const double>(numbers, expr::constant_count<E>)), D, out, in, n);
+      expr::with_constants<E>(std::span<const double>(numbers, expr::constant_count<E>)), D, out, in, n,
+      broadcast);
 }
 template <class E>
 block_kernel expression_block_for(DType dtype) {

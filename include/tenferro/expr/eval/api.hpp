@@ -145,6 +145,11 @@ struct binding {
   leaf_t<T, I> bind(const I& input) {
     if constexpr (ArrayInput<I>) {
       const auto& c = container_of(input);
+      if (c.size() == 1) {  // one element: one batch of it, read wherever it broadcasts
+        copies.emplace_back(max_batch_elements);
+        std::fill_n(copies.back().data(), max_batch_elements, static_cast<T>(c.data()[0]));
+        return {copies.back().data(), 0};
+      }
       if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(c)>::value_type, T>) {
         if (fits_in_place<T>(input, shape)) return {c.data()};
       }
@@ -180,17 +185,21 @@ using gradient_t = std::conditional_t<ArrayInput<In>, column_major_array<T>, T>;
 
 // What a gradient is constructed from, in place in value_and_grad's result: an array input's
 // gradient is shaped like the evaluation (summed back to the input's shape afterwards when the
-// input was broadcast), a scalar's starts at 0.
+// input was broadcast), except that of an input of one element, which the pass sums as it goes
+// (program.hpp, sums()); a scalar's starts at 0.
 template <class T>
 typename column_major_array<T>::shape_type array_shape(const Shape& shape) {
   return {shape.begin(), shape.end()};
 }
 
 template <class T, class In>
-auto gradient_init(const Shape& shape) {
+auto gradient_init(const Shape& shape, const In& input) {
   if constexpr (ArrayInput<In>) {
+    const auto& c = container_of(input);
+    if (c.size() == 1) return typename column_major_array<T>::shape_type(c.shape().begin(), c.shape().end());
     return array_shape<T>(shape);
   } else {
+    (void)shape, (void)input;
     return T(0);
   }
 }
@@ -205,10 +214,10 @@ column_major_array<T> new_array(const Shape& shape) {
 }
 
 // Runs `outs` (the outputs that precede the gradients, bound to `first`) and the gradient outputs
-// of every input, writing each gradient into `grads` (constructed by gradient_init for `shape`),
-// then sums the gradients of broadcast inputs back to their shapes.
+// of every input, writing each gradient into `grads` (constructed by gradient_init), then sums the
+// gradients of broadcast inputs of several elements back to their shapes.
 template <class T, class Leaves, class... Firsts, class... Outs, class E, class Cot, class... In>
-void run_with_gradients(const Leaves& leaves, std::size_t n, const Shape& shape, std::tuple<Firsts&...> first,
+void run_with_gradients(const Leaves& leaves, std::size_t n, std::tuple<Firsts&...> first,
                         std::tuple<Outs...> outs, gradients_t<T, In...>& grads, const E& e, Cot cotangent,
                         const In&... in) {
   std::apply(
@@ -225,7 +234,7 @@ void run_with_gradients(const Leaves& leaves, std::size_t n, const Shape& shape,
     auto fit = [&](auto& g, const auto& input) {
       if constexpr (ArrayInput<decltype(input)>) {
         const auto& c = container_of(input);
-        if (!has_shape(c, shape)) g = reduce_to_shape<T>(g, shape_of(c));
+        if (!std::ranges::equal(g.shape(), c.shape())) g = reduce_to_shape<T>(g, shape_of(c));
       }
     };
     (fit(std::get<K>(grads), in), ...);
@@ -276,14 +285,21 @@ using array_leaf_for = array_leaf<T>;
 
 // Several elementwise expressions of the same inputs in one loop over a block, expression k
 // written to out[k]; what they share is computed once (sin and cos of one argument: one sincos).
-// Each output holds what eval_block would write for its expression alone.
+// Each output holds what eval_block would write for its expression alone. Bit k of `broadcast`:
+// input k is one element, in[k][0], read for every element.
 template <class T, std::size_t N, class... E>
 void eval_blocks(const std::array<T*, sizeof...(E)>& out, const std::array<const T*, N>& in, std::size_t n,
-                 const E&... e) {
+                 std::uint32_t broadcast, const E&... e) {
   static_assert(((!is_scalar<E> && level<E> == 0) && ...),
                 "eval_blocks writes elementwise expressions without reductions");
+  std::array<std::array<T, max_batch_elements>, N> batches;  // of the inputs that broadcast
+  auto leaf = [&](std::size_t k) {
+    if (((broadcast >> k) & 1u) == 0) return array_leaf<T>{in[k]};
+    batches[k].fill(in[k][0]);
+    return array_leaf<T>{batches[k].data(), 0};
+  };
   const auto leaves = [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return std::tuple<array_leaf_for<T, K>...>{array_leaf<T>{in[K]}...};
+    return std::tuple<array_leaf_for<T, K>...>{leaf(K)...};
   }
   (std::make_index_sequence<N>{});
   const auto stores = [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -298,8 +314,9 @@ void eval_blocks(const std::array<T*, sizeof...(E)>& out, const std::array<const
 // for n <= chunk_elements: the block kernel of the eager runtime's deferred fusion. The same loop
 // as eval_into over arrays of n elements.
 template <class T, class E, std::size_t N>
-void eval_block(T* out, const E& e, const std::array<const T*, N>& in, std::size_t n) {
-  eval_blocks<T>(std::array<T*, 1>{out}, in, n, e);
+void eval_block(T* out, const E& e, const std::array<const T*, N>& in, std::size_t n,
+                std::uint32_t broadcast = 0) {
+  eval_blocks<T>(std::array<T*, 1>{out}, in, n, broadcast, e);
 }
 
 // The sum of n contiguous elements, on the calling thread for n <= chunk_elements: for a block of
@@ -379,8 +396,8 @@ auto value_and_grad(const E& e, const In&... in) {
   // The value and the gradients are written where they are returned (a broadcast input's gradient
   // is then replaced by its sum back to the input's shape).
   value_and_grad_result<T, detail::gradients_t<T, In...>> result{
-      T(0), detail::gradients_t<T, In...>(detail::gradient_init<T, In>(b.shape)...)};
-  detail::run_with_gradients<T>(b.leaves, b.n, b.shape, std::tie(result.value),
+      T(0), detail::gradients_t<T, In...>(detail::gradient_init<T>(b.shape, in)...)};
+  detail::run_with_gradients<T>(b.leaves, b.n, std::tie(result.value),
                                 std::make_tuple(detail::as_scalar<E>{e}), result.grad, e, one{}, in...);
   return result;
 }
@@ -411,9 +428,8 @@ auto vjp(const E& e, const C& cotangent, const In&... in) {
     }
   }
   detail::binding<T, In..., C> b("vjp", N, in..., cotangent);
-  detail::gradients_t<T, In...> grads(detail::gradient_init<T, In>(b.shape)...);
-  detail::run_with_gradients<T>(b.leaves, b.n, b.shape, std::tie(), std::tuple<>(), grads, e, arg<N>{},
-                                in...);
+  detail::gradients_t<T, In...> grads(detail::gradient_init<T>(b.shape, in)...);
+  detail::run_with_gradients<T>(b.leaves, b.n, std::tie(), std::tuple<>(), grads, e, arg<N>{}, in...);
   return grads;
 }
 

@@ -17,16 +17,26 @@
 namespace tenferro::expr::detail {
 
 // Leaves the kernels read: a contiguous column-major array of the broadcast shape, or a scalar.
+// An array input of one element broadcast against larger ones is an array leaf over one batch of
+// copies of that element with `mask` 0, so every load reads that batch: a register's worth, never
+// a copy of the broadcast shape, and no branch in the loop. The choice is made at run time, so it
+// costs no second instantiation (hoisting, which needs the type to say a value is uniform, applies
+// to scalar leaves only).
 template <class T>
 struct array_leaf {
   using value_type = T;
   const T* data;
+  std::size_t mask = ~std::size_t(0);  // 0: data holds one batch of one value
   template <class B>
   TENFERRO_ALWAYS_INLINE B load(std::size_t i) const {
-    return B::load_unaligned(data + i);
+    return B::load_unaligned(data + (i & mask));
   }
-  T at(std::size_t i) const { return data[i]; }
+  T at(std::size_t i) const { return data[i & mask]; }
+  bool broadcast() const { return mask == 0; }
 };
+
+// Room for one SIMD batch of any element type the kernels use: what a broadcast leaf points to.
+inline constexpr std::size_t max_batch_elements = 64 / sizeof(float);
 
 template <class T>
 struct scalar_leaf {
@@ -152,13 +162,18 @@ struct reduce_task {
   double offset = 0.0;
 };
 
-// An elementwise output written in this pass; its reductions start at number Base.
+// An elementwise output written in this pass; its reductions start at number Base; element i
+// goes to out[i - from]. With `sum`, the output is the sum of its elements over the pass, written
+// to out[0]: the gradient of an input of one element broadcast against the others, summed where
+// it is computed (pass.hpp).
 template <std::size_t Base, class E, class T>
 struct store_task {
   static constexpr std::size_t base = Base;
   using expr_type = E;
   const E* expr;
   T* out;
+  bool sum = false;
+  std::size_t from = 0;
 };
 
 // The reductions of level P inside e, whose first reduction has number Base.

@@ -93,6 +93,7 @@ auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
     auto pad = [&](const auto& leaf, std::array<T, W>& buf) {
       using Leaf = std::remove_cvref_t<decltype(leaf)>;
       if constexpr (std::is_same_v<Leaf, array_leaf<T>>) {
+        if (leaf.broadcast()) return leaf;
         std::copy(leaf.data + i, leaf.data + i + count, buf.begin());
         std::fill(buf.begin() + count, buf.end(), leaf.data[i + count - 1]);  // a value in the domain
         return array_leaf<T>{buf.data()};
@@ -178,11 +179,11 @@ TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Store
       auto store_one = [&]<std::size_t Sc>(std::integral_constant<std::size_t, Sc>) {
         using Task = std::tuple_element_t<Sc, Stores>;
         const B v = eval_batch<Task::base, B>(std::get<Sc>(exprs), ctx);
+        T* const to = std::get<Sc>(stores).out + (i - std::get<Sc>(stores).from);
         if (stream) {
-          tenferro::detail::stream_register(static_cast<typename B::register_type>(v),
-                                            std::get<Sc>(stores).out + i);
+          tenferro::detail::stream_register(static_cast<typename B::register_type>(v), to);
         } else {
-          v.store_unaligned(std::get<Sc>(stores).out + i);
+          v.store_unaligned(to);
         }
       };
       (void)store_one;
@@ -257,6 +258,22 @@ auto first_in_pass(const Reds& reds, const Stores& stores) {
   }
 }
 
+// The sum of n contiguous elements, in an order fixed by n alone.
+template <class T>
+T chunk_sum(const T* p, std::size_t n) {
+  using B = xsimd::batch<T>;
+  constexpr std::size_t W = B::size;
+  B a(T(0)), b(T(0));
+  std::size_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    a += B::load_unaligned(p + i);
+    b += B::load_unaligned(p + i + W);
+  }
+  T total = horizontal<ops::sum>(a + b);
+  for (; i < n; ++i) total += p[i];
+  return total;
+}
+
 template <class T, class Reds, class Stores, class Leaves>
 void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
                       T* results) {
@@ -264,6 +281,11 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   constexpr std::size_t W = B::size;
   static_assert(chunk_elements % W == 0);
   constexpr std::size_t NR = std::tuple_size_v<Reds>;
+  constexpr std::size_t NS = std::tuple_size_v<Stores>;
+  // Stores that sum (store_task::sum): the loop writes each chunk of them to a scratch chunk in
+  // the first-level cache, summed when the chunk is done; so the loop itself is the same for
+  // every pass, and costs nothing more when no store sums.
+  const bool sums = std::apply([](const auto&... t) { return (t.sum || ... || false); }, stores);
 
   // A duplicate reduction (same type, same constants as an earlier one) is computed once.
   std::array<bool, NR> active{};
@@ -335,7 +357,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   // Outputs of 4 MB or more (aligned to a batch, as tenferro's arrays are) of a pass bound by
   // memory are written around the caches (stream_cost).
   const bool stream = [&] {
-    bool aligned = pass_cost<Reds, Stores> <= stream_cost && std::tuple_size_v<Stores> > 0 &&
+    bool aligned = pass_cost<Reds, Stores> <= stream_cost && NS > 0 && !sums &&
                    n * sizeof(T) >= tenferro::detail::stream_bytes;
     std::apply(
         [&](const auto&... t) {
@@ -345,9 +367,9 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     return aligned;
   }();
 
-  // Chunks [first, last): the partials of all but the last come out of the loop, the last one's
-  // after its padded tail batch.
-  auto run_chunks = [&](std::size_t first, std::size_t last) {
+  // Chunks [first, last) with stores `st`: the partials of all but the last come out of the loop,
+  // the last one's after its padded tail batch.
+  auto run_range = [&](std::size_t first, std::size_t last, const Stores& st) {
     const std::size_t c = last - 1;
     const std::size_t begin = first * chunk_elements;
     const std::size_t end = std::min(n, last * chunk_elements);
@@ -358,7 +380,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     (std::make_index_sequence<NR>{});
 
     const std::size_t body_end = begin + (end - begin) / W * W;
-    fused_loop<T, Shared>(reds, stores, active, ok.data(), reps, leaves, results, count_n, begin,
+    fused_loop<T, Shared>(reds, st, active, ok.data(), reps, leaves, results, count_n, begin,
                           body_end - begin, acc, NR > 0 ? partial + first : nullptr, last - 1 - first,
                           stream);
     if (body_end < end) {
@@ -367,11 +389,10 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       const std::size_t count = end - body_end;
       std::array<std::array<T, W>, std::tuple_size_v<Leaves>> in_buffers;
       const Leaves tail = padded_leaves<T, W>(leaves, body_end, count, in_buffers);
-      constexpr std::size_t NS = std::tuple_size_v<Stores>;
       std::array<std::array<T, W>, NS> out_buffers;
-      Stores tail_stores = stores;
+      Stores tail_stores = st;
       [&]<std::size_t... S>(std::index_sequence<S...>) {
-        ((std::get<S>(tail_stores).out = out_buffers[S].data()), ...);
+        ((std::get<S>(tail_stores).out = out_buffers[S].data(), std::get<S>(tail_stores).from = 0), ...);
       }
       (std::make_index_sequence<NS>{});
       std::array<B, NR> tail_acc;
@@ -390,7 +411,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       (std::make_index_sequence<NR>{});
       [&]<std::size_t... S>(std::index_sequence<S...>) {
         (std::copy(out_buffers[S].begin(), out_buffers[S].begin() + count,
-                   std::get<S>(stores).out + body_end),
+                   std::get<S>(st).out + (body_end - std::get<S>(st).from)),
          ...);
       }
       (std::make_index_sequence<NS>{});
@@ -401,6 +422,32 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     (std::make_index_sequence<NR>{});
     if (stream)
       tenferro::detail::stream_fence();  // before the task ends and another thread reads the outputs
+  };
+  std::vector<std::array<T, NS>> store_partial(sums ? chunks : 0);
+  auto run_chunks = [&](std::size_t first, std::size_t last) {
+    if (!sums) {
+      run_range(first, last, stores);
+      return;
+    }
+    thread_local std::vector<T> scratch;
+    if (scratch.size() < NS * chunk_elements) scratch.resize(NS * chunk_elements);
+    for (std::size_t c = first; c < last; ++c) {  // chunk by chunk, each summing store to scratch
+      Stores st = stores;
+      [&]<std::size_t... S>(std::index_sequence<S...>) {
+        auto redirect = [&](auto& task, std::size_t s) {
+          if (!task.sum) return;
+          task.out = scratch.data() + s * chunk_elements;
+          task.from = c * chunk_elements;
+        };
+        (void)redirect;
+        (redirect(std::get<S>(st), S), ...);
+      }
+      (std::make_index_sequence<NS>{});
+      run_range(c, c + 1, st);
+      const std::size_t len = std::min(chunk_elements, n - c * chunk_elements);
+      for (std::size_t s = 0; s < NS; ++s)
+        store_partial[c][s] = chunk_sum(scratch.data() + s * chunk_elements, len);
+    }
   };
 
   constexpr std::size_t cost = pass_cost<Reds, Stores>;
@@ -425,6 +472,19 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     (finish(std::integral_constant<std::size_t, J>{}), ...);
   }
   (std::make_index_sequence<NR>{});
+  if (sums) {  // chunk partials of the summing stores, in chunk order
+    [&]<std::size_t... S>(std::index_sequence<S...>) {
+      auto finish = [&](auto& task, std::size_t s) {
+        if (!task.sum) return;
+        T total = 0;
+        for (std::size_t c = 0; c < chunks; ++c) total += store_partial[c][s];
+        task.out[0] = total;
+      };
+      (void)finish;
+      (finish(std::get<S>(stores), S), ...);
+    }
+    (std::make_index_sequence<NS>{});
+  }
 }
 
 // One pass: hoist the loop-invariant subtrees of every tree (hoist.hpp), then run the loop.
@@ -458,7 +518,7 @@ void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves&
   const auto hoisted_stores = [&]<std::size_t... S>(std::index_sequence<S...>) {
     return std::tuple{store_task<std::tuple_element_t<S, Stores>::base,
                                  std::tuple_element_t<S, std::remove_const_t<decltype(exprs)>>, T>{
-        &std::get<S>(exprs), std::get<S>(stores).out}...};
+        &std::get<S>(exprs), std::get<S>(stores).out, std::get<S>(stores).sum}...};
   }
   (std::make_index_sequence<std::tuple_size_v<Stores>>{});
   run_hoisted_pass<T>(hoisted_reds, hoisted_stores, leaves, n, results);
@@ -481,11 +541,18 @@ void run_pass(reference_policy, const Reds& reds, const Stores& stores, const Le
        ...);
     }
     (std::make_index_sequence<NR>{});
-    std::apply(
-        [&](const auto&... task) {
-          ((task.out[i] = eval_element<std::remove_cvref_t<decltype(task)>::base, T>(*task.expr, ctx)), ...);
-        },
-        stores);
+    auto store = [&](const auto& task) {
+      const T v = eval_element<std::remove_cvref_t<decltype(task)>::base, T>(*task.expr, ctx);
+      if (!task.sum) {
+        task.out[i] = v;
+      } else {
+        task.out[0] = i == 0 ? v : task.out[0] + v;
+      }
+    };
+    std::apply([&](const auto&... task) { (store(task), ...); }, stores);
+  }
+  if (n == 0) {
+    std::apply([&](const auto&... task) { ((task.sum ? void(task.out[0] = T(0)) : void()), ...); }, stores);
   }
   [&]<std::size_t... J>(std::index_sequence<J...>) {
     ((results[std::tuple_element_t<J, Reds>::id] = acc[J]), ...);

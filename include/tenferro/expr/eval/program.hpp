@@ -50,8 +50,16 @@ template <class T, class O>
 using output_value_t = std::conditional_t<std::is_same_v<O, as_scalar<typename output_info<O>::expr_type>>, T,
                                           column_major_array<T>>;
 
+// True when array output `a` of a pass over n elements is the sum of its expression over the pass
+// (one element where the pass has another number): the gradient of a broadcast one-element input.
+template <class A>
+bool sums(const A& a, std::size_t n) {
+  return a.size() == 1 && n != 1;
+}
+
 // Evaluates every output over the leaves (n elements) into `values`: a T for as_scalar, a
-// column-major array of n elements (already shaped by the caller) for as_array.
+// column-major array (already shaped by the caller) for as_array: of n elements, or of one
+// element holding the sum over the n (sums()).
 template <class Policy, class T, class Leaves, class... Outs>
 void run_program_into(const Leaves& leaves, std::size_t n, std::tuple<output_value_t<T, Outs>&...> values,
                       const Outs&... outs) {
@@ -75,8 +83,9 @@ void run_program_into(const Leaves& leaves, std::size_t n, std::tuple<output_val
           using O = std::remove_cvref_t<std::tuple_element_t<Kc, std::tuple<Outs...>>>;
           using E = typename output_info<O>::expr_type;
           if constexpr (output_info<O>::streamed && output_info<O>::pass == Pass) {
+            auto& a = std::get<Kc>(values);
             return std::tuple<store_task<bases[Kc], E, T>>{
-                {&std::get<Kc>(outputs).expr, std::get<Kc>(values).data()}};
+                {&std::get<Kc>(outputs).expr, a.data(), sums(a, n)}};
           } else {
             return std::tuple<>{};
           }
@@ -101,8 +110,12 @@ void run_program_into(const Leaves& leaves, std::size_t n, std::tuple<output_val
         std::get<Kc>(values) = eval_element<bases[Kc], T>(std::get<Kc>(outputs).expr, ctx);
       } else if constexpr (!output_info<O>::streamed) {
         auto& a = std::get<Kc>(values);
+        const T v = eval_element<bases[Kc], T>(std::get<Kc>(outputs).expr, ctx);
+        // A sum over n equal values (none: 0).
         std::fill(a.storage().begin(), a.storage().end(),
-                  eval_element<bases[Kc], T>(std::get<Kc>(outputs).expr, ctx));
+                  !sums(a, n) ? v
+                  : n == 0    ? T(0)
+                              : v * static_cast<T>(n));
       }
     };
     (finish(std::integral_constant<std::size_t, K>{}), ...);
