@@ -106,7 +106,8 @@ TEST_CASE("x / s divides (it used to multiply by 1 / s, which is not the same nu
   const std::vector<double> v{5.0, 7.0, 0.1, 1.0};
   auto x = ctx->variable_from(Tensor::from_vec_col_major<double>({4}, v));
   for (const double s : {3.0, 5.0, 10.0}) {
-    const auto q = (x / s).materialized().as_slice<double>();
+    const Tensor quotient = (x / s).materialized();  // holds the buffer q views
+    const auto q = quotient.as_slice<double>();
     for (std::size_t i = 0; i < v.size(); ++i) CHECK(q[i] == v[i] / s);
   }
   CHECK(5.0 / 3.0 != 5.0 * (1.0 / 3.0));  // why it matters
