@@ -46,6 +46,28 @@ void chain_forward_backward(benchmark::State& s) {
       benchmark::Counter(100.0 * s.iterations(), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// backward() of the 100-op chain at {N, fusion on/off}, one thread: its time, and as counters
+// the bytes of tensor buffers it added at its peak (`peak_MB`) above what the graph holds.
+void chain_backward_peak(benchmark::State& s) {
+  auto ctx = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(1).with_fusion(s.range(1) != 0));
+  auto x = EagerTensor::requires_grad_in(random_tensor(s.range(0), -1, 1, 1), ctx);
+  std::size_t peak = 0;
+  for (auto _ : s) {
+    s.PauseTiming();
+    const EagerTensor loss = chain(x).reduce_sum();
+    loss.materialized();
+    reset_buffer_peak();
+    const std::size_t before = buffer_cache_stats().live_bytes;
+    s.ResumeTiming();
+    loss.backward();
+    s.PauseTiming();
+    peak = std::max(peak, buffer_cache_stats().peak_live_bytes - before);
+    x.clear_grad();
+    s.ResumeTiming();
+  }
+  s.counters["peak_MB"] = static_cast<double>(peak) / 1e6;
+}
+
 struct sin_exp_inputs {
   std::shared_ptr<EagerRuntime> ctx;
   Tensor x0, y0;
@@ -183,6 +205,12 @@ void lse_engine(benchmark::State& s) {
 
 BENCHMARK(chain_forward)->Arg(1)->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(chain_forward_backward)->Arg(1)->Arg(1000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(chain_backward_peak)
+    ->Args({1000000, 0})
+    ->Args({1000000, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 BENCHMARK(sin_exp_op_by_op)
     ->Args({1000000, 1})
     ->Args({1000000, 2})

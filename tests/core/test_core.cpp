@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <set>
 #include <sstream>
@@ -64,6 +65,45 @@ TEST_CASE("shapes print and count with one size rule") {
   CHECK_FALSE(checked_shape_size(Shape{std::size_t(1) << 63}).has_value());
   CHECK(checked_shape_size(Shape{(std::size_t(1) << 63) - 1}) == std::optional<std::size_t>(max_shape_size));
   CHECK(checked_shape_size(Shape{0, std::size_t(1) << 62}) == std::optional<std::size_t>(0));
+}
+
+TEST_CASE("promote_types: the table for every pair of dtypes, symmetric") {
+  constexpr DType F32 = DType::F32, F64 = DType::F64, I32 = DType::I32, I64 = DType::I64, B = DType::Bool,
+                  C32 = DType::C32, C64 = DType::C64;
+  const std::array<DType, 7> all{F32, F64, I32, I64, B, C32, C64};
+  // want[i][j] = promote_types(all[i], all[j]), written out (PyTorch 1.13's torch.promote_types).
+  const std::array<std::array<DType, 7>, 7> want{{
+      {F32, F64, F32, F32, F32, C32, C64},  // f32
+      {F64, F64, F64, F64, F64, C64, C64},  // f64
+      {F32, F64, I32, I64, I32, C32, C64},  // i32
+      {F32, F64, I64, I64, I64, C32, C64},  // i64
+      {F32, F64, I32, I64, B, C32, C64},    // bool
+      {C32, C64, C32, C32, C32, C32, C64},  // c32
+      {C64, C64, C64, C64, C64, C64, C64},  // c64
+  }};
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    for (std::size_t j = 0; j < all.size(); ++j) {
+      INFO(all[i] << " with " << all[j]);
+      CHECK(promote_types(all[i], all[j]) == want[i][j]);
+    }
+  }
+  // The examples, at compile time.
+  STATIC_REQUIRE(promote_types(I64, F64) == F64);
+  STATIC_REQUIRE(promote_types(I64, C64) == C64);
+  STATIC_REQUIRE(promote_types(F32, F64) == F64);
+  STATIC_REQUIRE(promote_types(I64, F32) == F32);
+  STATIC_REQUIRE(promote_types(C32, F64) == C64);
+}
+
+TEST_CASE("broadcast_shapes: the one rule, with the axis of a conflict") {
+  CHECK(broadcast_shapes(Shape{2, 3}, Shape{3}) == Shape{2, 3});
+  CHECK(broadcast_shapes(Shape{}, Shape{4, 1}) == Shape{4, 1});
+  CHECK(broadcast_shapes(Shape{4, 1}, Shape{1, 5}) == Shape{4, 5});
+  CHECK(broadcast_shapes(Shape{0}, Shape{1}) == Shape{0});
+  std::size_t axis = 99;
+  CHECK_FALSE(broadcast_shapes(Shape{2, 3}, Shape{7, 2, 4}, &axis));
+  CHECK(axis == 2);
+  CHECK_FALSE(broadcast_shapes(Shape{0}, Shape{2}));
 }
 
 TEST_CASE("Error carries kind, op and detail and reads as prose") {

@@ -249,10 +249,19 @@ TEST_CASE("a released large buffer is reused by the next request of about its si
   clear_buffer_cache();
   constexpr std::size_t n = 100000;  // 800 KB of f64
   std::uintptr_t first = 0;
+  const std::size_t live = buffer_cache_stats().live_bytes;
+  reset_buffer_peak();
   {
     const Tensor t = Tensor::full({n}, 1.0);
     first = address_of(t);
+    // In use: counted live by capacity (whole pages), and in the peak.
+    CHECK(buffer_cache_stats().live_bytes >= live + n * sizeof(double));
+    CHECK(buffer_cache_stats().live_bytes < live + n * sizeof(double) + 4096);
   }
+  CHECK(buffer_cache_stats().live_bytes == live);
+  CHECK(buffer_cache_stats().peak_live_bytes >= live + n * sizeof(double));
+  reset_buffer_peak();
+  CHECK(buffer_cache_stats().peak_live_bytes == live);
   const BufferCacheStats released = buffer_cache_stats();
   CHECK(released.entries == 1);
   CHECK(released.retained_bytes >= n * sizeof(double));

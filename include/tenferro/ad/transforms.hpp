@@ -147,10 +147,12 @@ struct sweep_result {
   }
 };
 
-// Reverse sweep from `root` with cotangent `seed`.
-template <class Sweep>
+// Reverse sweep from `root` with cotangent `seed`. The cotangent of an intermediate state is
+// released once its node's rule has consumed it (nothing reaches a state after its node), unless
+// keep(state): the result holds the cotangents of the states kept and of the leaves reached.
+template <class Sweep, class Keep>
 sweep_result<typename Sweep::value> reverse_sweep(const tensor_state* root, typename Sweep::value seed,
-                                                  std::pmr::memory_resource* mem) {
+                                                  std::pmr::memory_resource* mem, Keep&& keep) {
   sweep_result<typename Sweep::value> r{value_map<typename Sweep::value>(mem),
                                         std::pmr::unordered_set<const tensor_state*>(mem)};
   auto& cot = r.cot;
@@ -179,6 +181,7 @@ sweep_result<typename Sweep::value> reverse_sweep(const tensor_state* root, type
       auto [slot, fresh] = cot.try_emplace(n.inputs()[k].get(), std::move(*in_cot[k]));
       if (!fresh) Sweep::accumulate(slot->second, *in_cot[k]);
     }
+    if (!keep(s)) cot.erase(s);
   }
   return r;
 }
@@ -193,6 +196,12 @@ std::optional<typename Sweep::value> forward_sweep(const tensor_state* root, con
   value_map<typename Sweep::value> tan(mem);
   tan.emplace(wrt, std::move(tangent));
   const auto order = graph_of(root, mem);
+  // Readers left of each state's tangent: released when its last reader has run.
+  std::pmr::unordered_map<const tensor_state*, std::size_t> readers(mem);
+  for (const tensor_state* s : order) {
+    if (s == wrt) continue;
+    for (const auto& in : s->grad_fn->inputs()) ++readers[in.get()];
+  }
   std::vector<const typename Sweep::value*> in_tan;
   for (auto s = order.rbegin(); s != order.rend(); ++s) {
     if (*s == wrt) continue;
@@ -205,6 +214,9 @@ std::optional<typename Sweep::value> forward_sweep(const tensor_state* root, con
       any = any || it != tan.end();
     }
     if (any) tan.emplace(*s, Sweep::jvp(n, **s, in_tan));
+    for (const auto& in : n.inputs()) {
+      if (--readers[in.get()] == 0) tan.erase(in.get());
+    }
   }
   auto it = tan.find(root);
   if (it == tan.end()) return std::nullopt;
@@ -273,12 +285,12 @@ TENFERRO_INLINE std::optional<EagerTensor> vjp_impl(const EagerTensor& output, c
                                                     const EagerTensor& cotangent) {
   if (!output.tracks_grad() || !wrt.tracks_grad()) return std::nullopt;
   sweep_arena arena;
+  const tensor_state* target = wrt.state().get();
+  auto keep = [&](const tensor_state* s) { return s == target; };
   if (NoGradGuard::grad_enabled()) {
-    return reverse_sweep<traced_sweep>(output.state().get(), cotangent, &arena.resource)
-        .of(wrt.state().get());
+    return reverse_sweep<traced_sweep>(output.state().get(), cotangent, &arena.resource, keep).of(target);
   }
-  auto g =
-      reverse_sweep<kernel_sweep>(output.state().get(), cotangent, &arena.resource).of(wrt.state().get());
+  auto g = reverse_sweep<kernel_sweep>(output.state().get(), cotangent, &arena.resource, keep).of(target);
   if (!g) return std::nullopt;
   return g->tracks_grad() ? g->detach() : *g;  // the seed itself may track
 }
@@ -362,8 +374,10 @@ TENFERRO_INLINE void EagerTensor::backward_with(const EagerTensor& seed, Backwar
     }
   };
   detail::ad::sweep_arena arena;
+  auto has_slot = [](const detail::ad::tensor_state* s) { return s->slot != nullptr; };
   if (options.create_graph) {
-    auto r = detail::ad::reverse_sweep<detail::ad::traced_sweep>(state_.get(), seed, &arena.resource);
+    auto r =
+        detail::ad::reverse_sweep<detail::ad::traced_sweep>(state_.get(), seed, &arena.resource, has_slot);
     add_zeros(r);
     for (const auto& [state, g] : r.cot) {
       if (!state->slot) continue;
@@ -385,7 +399,7 @@ TENFERRO_INLINE void EagerTensor::backward_with(const EagerTensor& seed, Backwar
     }
     return;
   }
-  auto r = detail::ad::reverse_sweep<detail::ad::kernel_sweep>(state_.get(), seed, &arena.resource);
+  auto r = detail::ad::reverse_sweep<detail::ad::kernel_sweep>(state_.get(), seed, &arena.resource, has_slot);
   add_zeros(r);
   std::vector<const detail::ad::tensor_state*> grads;  // deferred leaf gradients: computed together
   for (const auto& [state, g] : r.cot) {

@@ -60,11 +60,13 @@ namespace tenferro {
 
 // Counters of the buffer cache (process-wide, since the process started).
 struct BufferCacheStats {
-  std::size_t entries = 0;         // buffers held for reuse now
-  std::size_t retained_bytes = 0;  // their bytes
-  std::size_t hits = 0;            // requests served from the cache
-  std::size_t misses = 0;          // cacheable requests that had to allocate
-  std::size_t evictions = 0;       // buffers freed to make room (or released by clear_buffer_cache)
+  std::size_t entries = 0;          // buffers held for reuse now
+  std::size_t retained_bytes = 0;   // their bytes
+  std::size_t hits = 0;             // requests served from the cache
+  std::size_t misses = 0;           // cacheable requests that had to allocate
+  std::size_t evictions = 0;        // buffers freed to make room (or released by clear_buffer_cache)
+  std::size_t live_bytes = 0;       // cacheable buffers (64 KiB or more) in use now, by capacity
+  std::size_t peak_live_bytes = 0;  // the most live_bytes since the start or reset_buffer_peak()
 };
 
 // Buffers of at least this many bytes are cached; smaller ones never are.
@@ -102,10 +104,12 @@ class buffer_cache {
       }
       if (best != entries_.end()) {
         void* p = best->data;
-        stats_.retained_bytes -= best->capacity;
+        const std::size_t held = best->capacity;
+        stats_.retained_bytes -= held;
         entries_.erase(best);
         ++stats_.hits;
         --stats_.entries;
+        count_live(held);
         return p;
       }
       ++stats_.misses;
@@ -117,7 +121,10 @@ class buffer_cache {
       raw = large_allocate(capacity + alignment, mapped);
       if (raw == nullptr) throw std::bad_alloc();
     }
-    return place(raw, capacity, mapped);
+    void* p = place(raw, capacity, mapped);
+    std::lock_guard lock(mutex_);
+    count_live(capacity);
+    return p;
   }
 
   // Releases a buffer from allocate(bytes) (the same `bytes`).
@@ -130,6 +137,7 @@ class buffer_cache {
     std::vector<void*> evicted;
     {
       std::lock_guard lock(mutex_);
+      stats_.live_bytes -= h.capacity;
       if (h.capacity <= limit_) {
         try {
           entries_.push_back({p, h.capacity});
@@ -177,6 +185,11 @@ class buffer_cache {
     return stats_;
   }
 
+  void reset_peak() {
+    std::lock_guard lock(mutex_);
+    stats_.peak_live_bytes = stats_.live_bytes;
+  }
+
  private:
   struct entry {
     void* data;
@@ -193,6 +206,12 @@ class buffer_cache {
   static_assert(sizeof(header) <= 16);
 
   buffer_cache() = default;
+
+  // Under the mutex: a buffer of `capacity` bytes handed out.
+  void count_live(std::size_t capacity) {
+    stats_.live_bytes += capacity;
+    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+  }
 
   // Large requests are rounded up to whole 4 KiB pages, so nearby sizes share buffers. A size
   // within a few huge pages of SIZE_MAX cannot be allocated (and would wrap the mapping's
@@ -362,5 +381,8 @@ inline void set_buffer_cache_limit(std::size_t bytes) { detail::buffer_cache::in
 inline void clear_buffer_cache() { detail::buffer_cache::instance().clear(); }
 
 inline BufferCacheStats buffer_cache_stats() { return detail::buffer_cache::instance().stats(); }
+
+// Starts a new peak: BufferCacheStats::peak_live_bytes becomes the bytes live now.
+inline void reset_buffer_peak() { detail::buffer_cache::instance().reset_peak(); }
 
 }  // namespace tenferro

@@ -62,6 +62,22 @@ constexpr std::size_t dtype_size(DType d) noexcept {
 
 constexpr bool is_floating(DType d) noexcept { return d == DType::F32 || d == DType::F64; }
 constexpr bool is_complex(DType d) noexcept { return d == DType::C32 || d == DType::C64; }
+constexpr bool is_integer(DType d) noexcept { return d == DType::I32 || d == DType::I64; }
+
+// The dtype of a binary op's result on operands of dtypes a and b (PyTorch's rule for tensors of
+// any rank). Categories Bool < integers < floating < complex: the higher category wins; within a
+// category the wider dtype wins; a complex result is wide enough for a floating operand
+// (c32 with f64 gives c64), and an integer operand never widens a floating or complex one
+// (i64 with f32 gives f32). docs/eager.md has the whole table.
+constexpr DType promote_types(DType a, DType b) noexcept {
+  auto category = [](DType d) { return d == DType::Bool ? 0 : is_integer(d) ? 1 : is_floating(d) ? 2 : 3; };
+  auto wide = [](DType d) { return d == DType::F64 || d == DType::I64 || d == DType::C64; };
+  const int ca = category(a), cb = category(b);
+  if (ca == cb) return wide(b) ? b : a;
+  const DType hi = ca > cb ? a : b, lo = ca > cb ? b : a;
+  if (is_complex(hi) && lo == DType::F64) return DType::C64;
+  return hi;
+}
 
 inline std::ostream& operator<<(std::ostream& os, DType d) { return os << dtype_name(d); }
 

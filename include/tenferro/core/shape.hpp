@@ -3,6 +3,7 @@
 
 #include <tenferro/core/error.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -42,6 +43,26 @@ inline std::optional<std::size_t> checked_shape_size(std::span<const std::size_t
     }
   }
   return empty ? 0 : nonzero;
+}
+
+// The NumPy broadcast of two shapes, the one rule of every layer: right-aligned, each pair of
+// extents equal or one of them 1 (the result takes the other), missing leading axes count as 1.
+// nullopt when some pair differs with neither 1; then *conflict (when given) is that axis of the
+// result.
+inline std::optional<Shape> broadcast_shapes(std::span<const std::size_t> a, std::span<const std::size_t> b,
+                                             std::size_t* conflict = nullptr) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  const std::size_t lead_a = out.size() - a.size(), lead_b = out.size() - b.size();
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::size_t da = i < lead_a ? 1 : a[i - lead_a];
+    const std::size_t db = i < lead_b ? 1 : b[i - lead_b];
+    if (da != db && da != 1 && db != 1) {
+      if (conflict != nullptr) *conflict = i;
+      return std::nullopt;
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
 }
 
 }  // namespace tenferro

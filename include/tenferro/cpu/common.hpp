@@ -27,8 +27,9 @@ decltype(auto) visit_real(DType dtype, F&& f) {
   return f(double{});
 }
 
-// The dtype an op on these inputs computes in: f64 when any input is f64, else f32. Throws
-// Unsupported naming the op, the argument and its dtype for any other dtype.
+// The dtype an op on these inputs computes in (promote_types over them: f64 when any input is
+// f64, else f32). Throws Unsupported naming the op, the argument and its dtype for a dtype the
+// kernels do not compute in yet (anything but f32 and f64).
 inline DType promote(std::string_view op, std::span<const Tensor> in) {
   DType out = DType::F32;
   for (std::size_t k = 0; k < in.size(); ++k) {
@@ -38,7 +39,7 @@ inline DType promote(std::string_view op, std::span<const Tensor> in) {
                   "argument " + std::to_string(k) + " of shape " + format_shape(in[k].shape()) +
                       " has dtype " + std::string(dtype_name(d)) + "; this op takes f32 and f64");
     }
-    if (d == DType::F64) out = DType::F64;
+    out = promote_types(out, d);
   }
   return out;
 }
@@ -70,22 +71,19 @@ Tensor scalar_tensor(T v) {
   return Tensor(std::move(a));
 }
 
-// The NumPy broadcast of two shapes (right-aligned; extents equal or 1). Throws ShapeMismatch
-// naming the op and both shapes.
+// The broadcast of two shapes (tenferro::broadcast_shapes). Throws ShapeMismatch naming the op,
+// both shapes and the axis where they conflict.
 inline Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b) {
-  Shape out(std::max(a.size(), b.size()), 1);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const std::size_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
-    const std::size_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
-    if (da != db && da != 1 && db != 1) {
-      throw Error(ErrorKind::ShapeMismatch, std::string(op),
-                  "shapes " + format_shape(a) + " and " + format_shape(b) + " do not broadcast (axis " +
-                      std::to_string(i) + " of the result: " + std::to_string(da) + " vs " +
-                      std::to_string(db) + ")");
-    }
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
+  std::size_t axis = 0;
+  if (auto out = tenferro::broadcast_shapes(a, b, &axis)) return std::move(*out);
+  const std::size_t rank = std::max(a.size(), b.size());
+  auto extent = [&](const Shape& s) {
+    return axis + s.size() < rank ? std::size_t(1) : s[axis + s.size() - rank];
+  };
+  throw Error(ErrorKind::ShapeMismatch, std::string(op),
+              "shapes " + format_shape(a) + " and " + format_shape(b) + " do not broadcast (axis " +
+                  std::to_string(axis) + " of the result: " + std::to_string(extent(a)) + " vs " +
+                  std::to_string(extent(b)) + ")");
 }
 
 inline Shape broadcast_shapes(std::string_view op, std::span<const Tensor> in) {

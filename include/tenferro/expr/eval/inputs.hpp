@@ -111,18 +111,13 @@ bool column_major_storage(const C& c) {
 // naming both shapes.
 inline void broadcast_into(Shape& result, const Shape& shape, std::string_view op, std::size_t index,
                            std::size_t first_index) {
-  Shape out(std::max(result.size(), shape.size()), 1);
-  for (std::size_t k = 0; k < out.size(); ++k) {
-    const std::size_t a = k < result.size() ? result[result.size() - 1 - k] : 1;
-    const std::size_t b = k < shape.size() ? shape[shape.size() - 1 - k] : 1;
-    if (a != b && a != 1 && b != 1) {
-      throw_error(ErrorKind::ShapeMismatch, op,
-                  {"input ", index, " has shape ", shape, ", which does not broadcast with shape ", result,
-                   " (of input ", first_index, " and those before it)"});
-    }
-    out[out.size() - 1 - k] = a == 1 ? b : a;
+  auto out = broadcast_shapes(result, shape);
+  if (!out) {
+    throw_error(ErrorKind::ShapeMismatch, op,
+                {"input ", index, " has shape ", shape, ", which does not broadcast with shape ", result,
+                 " (of input ", first_index, " and those before it)"});
   }
-  result = std::move(out);
+  result = std::move(*out);
 }
 
 }  // namespace detail
