@@ -378,7 +378,7 @@ TEST_CASE("memory: graphs die with their tensors, a million training steps stay 
   CHECK(values(w)[1] == Approx(-1).margin(1e-6));
 }
 
-TEST_CASE("memory: backward releases each cotangent once its rule has consumed it") {
+TEST_CASE("memory: backward and jvp release each cotangent or tangent once it has been consumed") {
   // A chain of 100 ops on 16384 doubles (128 KiB buffers, which the buffer cache counts), fusion
   // off so every cotangent is a stored buffer. The forward values live with the graph; backward
   // adds only the few cotangents in flight (it kept all 100 until the end). (With create_graph the
@@ -407,5 +407,13 @@ TEST_CASE("memory: backward releases each cotangent once its rule has consumed i
     const double fd = (chain(0.5 + 1e-6) - chain(0.5 - 1e-6)) / 2e-6;
     CHECK(x.grad()->as_slice<double>()[n - 1] == Approx(fd).epsilon(1e-7));
     x.clear_grad();
+    // A forward sweep through the same chain holds a few tangents at a time too.
+    const NoGradGuard no_grad;
+    reset_buffer_peak();
+    const std::size_t live = buffer_cache_stats().live_bytes;
+    const EagerTensor t = ctx->jvp(y, x, EagerTensor::from_tensor_in(Tensor::ones({n}), ctx));
+    INFO("peak added by jvp: " << (buffer_cache_stats().peak_live_bytes - live) / bytes << " buffers");
+    CHECK(buffer_cache_stats().peak_live_bytes - live <= 8 * bytes);
+    CHECK(t.materialized().as_slice<double>()[0] == Approx(fd).epsilon(1e-7));
   }
 }
