@@ -1,24 +1,19 @@
 // ad/op.hpp: the op table — every eager op is one registered entry; a node's structural key
 // (entry, attributes, input dtypes and shapes) is comparable, hashable and printable.
+#include "../printed.hpp"
+
 #include <tenferro/eager.hpp>
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <sstream>
 #include <unordered_set>
 #include <vector>
 
 using namespace tenferro;
 
 namespace {
-
-std::string text(const NodeKey& k) {
-  std::ostringstream os;
-  os << k;
-  return os.str();
-}
-
+std::string text(const NodeKey& k) { return tenferro::test::printed(k); }
 }  // namespace
 
 TEST_CASE("node keys name the entry, the attributes and the inputs' dtypes and shapes") {

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "../errors.hpp"
+#include "../printed.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -19,13 +20,7 @@
 using namespace tenferro;
 using tenferro::test::kind_of;
 
-namespace {
-std::string printed(const Tensor& t) {
-  std::ostringstream os;
-  os << t;
-  return os.str();
-}
-}  // namespace
+using tenferro::test::printed;
 
 TEST_CASE("from_vec_col_major stores column-major data") {
   const Tensor t = Tensor::from_vec_col_major<double>({2, 3}, {1, 2, 3, 4, 5, 6});

@@ -114,6 +114,17 @@ struct op_def {
   bool (*defers_vjp)(const node&, const tensor_state& output, const EagerTensor& cotangent) = nullptr;
 };
 
+// An entry's derivative rules: the static functions vjp, vjp_traced, jvp, jvp_traced and
+// defers_vjp of R.
+template <class R>
+void set_rules(op_def& d) {
+  d.vjp = &R::vjp;
+  d.vjp_traced = &R::vjp_traced;
+  d.jvp = &R::jvp;
+  d.jvp_traced = &R::jvp_traced;
+  d.defers_vjp = &R::defers_vjp;
+}
+
 // Every op_def, by name. An entry's name is unique: a second entry under a taken name is refused
 // (families that make entries on demand look theirs up first).
 class op_registry {

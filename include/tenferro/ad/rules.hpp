@@ -16,8 +16,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <string_view>
 #include <span>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -333,12 +333,7 @@ const op_def& rule_def() {
     } else {
       d->arity = 1;
     }
-    using F = rule_functions<Rule>;
-    d->vjp = &F::vjp;
-    d->vjp_traced = &F::vjp_traced;
-    d->jvp = &F::jvp;
-    d->jvp_traced = &F::jvp_traced;
-    d->defers_vjp = &F::defers_vjp;
+    set_rules<rule_functions<Rule>>(*d);
     return d;
   });
   return def;

@@ -254,12 +254,7 @@ const op_def& expression_def() {
         d->block = &expression_block_for<E>;
         d->fusion = fusion_of<E>();
       }
-      using R = expression_rules<E, Kind>;
-      d->vjp = &R::vjp;
-      d->vjp_traced = &R::vjp_traced;
-      d->jvp = &R::jvp;
-      d->jvp_traced = &R::jvp_traced;
-      d->defers_vjp = &R::defers_vjp;
+      set_rules<expression_rules<E, Kind>>(*d);
       return d;
     }));
   }();

@@ -5,7 +5,7 @@
 // touch in tiles of one page: the hardware prefetchers follow a stream only within a page, so the
 // pass asks for the next tile's lines itself. An array of several MB written by a pass leaves the
 // caches anyway, so the deferred passes and the fused loop's memory-bound passes
-// (expr/eval/pass.hpp) write it with streaming stores, which skip reading every line before
+// (expr/eval/fused_loop.hpp) write it with streaming stores, which skip reading every line before
 // overwriting it (a third of the memory traffic of a pass that writes gradients).
 #pragma once
 
