@@ -49,6 +49,25 @@ EagerTensor number_op(const EagerTensor& x, double s, std::string_view name) {
 
 namespace detail::ad {
 
+// An integer division by zero and an integer power with a negative exponent have no integer
+// value: InvalidArgument naming the op and argument k, before anything runs or records. Nothing
+// to check when the op computes in a floating dtype.
+TENFERRO_INLINE void check_integer_operand(std::string_view op, std::span<const EagerTensor> in,
+                                           std::size_t k, bool exponent) {
+  if (is_floating(promoted_dtype(in)) || is_complex(promoted_dtype(in))) return;
+  const Tensor v = in[k].materialized();
+  if (exponent ? cpu::has_negative(v) : cpu::has_zero(v)) {
+    throw_error(ErrorKind::InvalidArgument, op,
+                {"argument ", k, " (shape ", v.extents(), ", dtype ", dtype_name(v.dtype()),
+                 exponent ? ") holds a negative exponent: an integer power takes exponents >= 0"
+                          : ") holds a zero: an integer division by zero has no value"});
+  }
+}
+
+}  // namespace detail::ad
+
+namespace detail::ad {
+
 TENFERRO_INLINE EagerTensor reduce_op(const EagerTensor& x, cpu::Reduce kind, const std::optional<Axes>& axes,
                                       std::string_view name) {
   auto mask = cpu::reduce_mask(name, x.shape(), axes);
@@ -95,10 +114,47 @@ TENFERRO_INLINE EagerTensor EagerTensor::mul(const EagerTensor& o) const {
   return detail::ad::binary_op<expr::ops::mul>(*this, o, "mul");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::div(const EagerTensor& o) const {
+  detail::ad::check_integer_operand("div", std::array{*this, o}, 1, false);
   return detail::ad::binary_op<expr::ops::div>(*this, o, "div");
 }
+TENFERRO_INLINE EagerTensor EagerTensor::rem(const EagerTensor& o) const {
+  detail::ad::check_integer_operand("rem", std::array{*this, o}, 1, false);
+  return detail::ad::binary_op<expr::ops::rem>(*this, o, "rem");
+}
 TENFERRO_INLINE EagerTensor EagerTensor::pow(const EagerTensor& o) const {
+  detail::ad::check_integer_operand("pow", std::array{*this, o}, 1, true);
   return detail::ad::binary_op<expr::ops::pow>(*this, o, "pow");
+}
+
+TENFERRO_INLINE EagerTensor EagerTensor::eq(const EagerTensor& o) const {
+  return detail::ad::binary_op<expr::ops::indicator<expr::ops::eq>>(*this, o, "eq");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::ne(const EagerTensor& o) const {
+  return detail::ad::binary_op<expr::ops::indicator<expr::ops::ne>>(*this, o, "ne");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::lt(const EagerTensor& o) const {
+  return detail::ad::binary_op<expr::ops::indicator<expr::ops::lt>>(*this, o, "lt");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::le(const EagerTensor& o) const {
+  return detail::ad::binary_op<expr::ops::indicator<expr::ops::le>>(*this, o, "le");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::gt(const EagerTensor& o) const {
+  return detail::ad::binary_op<expr::ops::indicator<expr::ops::gt>>(*this, o, "gt");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::ge(const EagerTensor& o) const {
+  return detail::ad::binary_op<expr::ops::indicator<expr::ops::ge>>(*this, o, "ge");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::logical_and(const EagerTensor& o) const {
+  return detail::ad::binary_op<expr::ops::logical_and>(*this, o, "logical_and");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::logical_or(const EagerTensor& o) const {
+  return detail::ad::binary_op<expr::ops::logical_or>(*this, o, "logical_or");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::logical_xor(const EagerTensor& o) const {
+  return detail::ad::binary_op<expr::ops::logical_xor>(*this, o, "logical_xor");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::logical_not() const {
+  return detail::ad::unary_op<expr::ops::logical_not>(*this);
 }
 TENFERRO_INLINE EagerTensor EagerTensor::maximum(const EagerTensor& o) const {
   return detail::ad::binary_op<expr::ops::maximum>(*this, o, "maximum");
@@ -142,9 +198,15 @@ TENFERRO_INLINE EagerTensor EagerTensor::rsub_scalar(double s) const {
   return detail::ad::number_op<expr::ops::sub, true>(*this, s, "rsub_scalar");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::div_scalar(double s) const {
+  if (s == 0 && !is_floating(dtype())) {
+    throw_error(ErrorKind::InvalidArgument, "div_scalar",
+                {"the divisor is 0 and the tensor (shape ", state_->extents(), ") has dtype ",
+                 dtype_name(dtype()), ": an integer division by zero has no value"});
+  }
   return detail::ad::number_op<expr::ops::div, false>(*this, s, "div_scalar");
 }
 TENFERRO_INLINE EagerTensor EagerTensor::rdiv_scalar(double s) const {
+  detail::ad::check_integer_operand("rdiv_scalar", std::span(this, 1), 0, false);
   return detail::ad::number_op<expr::ops::div, true>(*this, s, "rdiv_scalar");
 }
 
@@ -227,12 +289,12 @@ TENFERRO_INLINE EagerTensor EagerTensor::sum_to(const Shape& shape) const {
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::to(DType dtype) const {
-  if (!is_floating(dtype)) {
+  if (is_complex(dtype) || is_complex(this->dtype())) {
     throw Error(ErrorKind::Unsupported, "to",
-                "converting a tensor of shape " + format_shape(shape()) + " to " +
-                    std::string(dtype_name(dtype)) + ": only f32 and f64 are supported");
+                "converting a tensor of shape " + format_shape(shape()) + " from " +
+                    std::string(dtype_name(this->dtype())) + " to " + std::string(dtype_name(dtype)) +
+                    ": complex dtypes have no kernels yet");
   }
-  cpu::promote("to", std::span(&state_->value(), 1));
   return detail::ad::record_rule<"to">(std::span(this, 1), cpu::cast(materialized(), dtype),
                                        detail::ad::cast_rule{this->dtype(), dtype});
 }

@@ -29,12 +29,22 @@ inline const std::shared_ptr<EagerRuntime>& common_runtime(std::string_view op,
   return rt;
 }
 
+// True when an op over `in` records a node: recording is on and a gradient flows into some input
+// (tensor_state::gradient_flows). An op whose result is not floating records nothing either
+// (record_expression).
 inline bool should_record(std::span<const EagerTensor> in) {
   if (!NoGradGuard::grad_enabled()) return false;
   for (const auto& x : in) {
-    if (x.tracks_grad()) return true;
+    if (x.state()->gradient_flows()) return true;
   }
   return false;
+}
+
+// promote_types over the inputs' dtypes.
+inline DType promoted_dtype(std::span<const EagerTensor> in) {
+  DType out = in[0].dtype();
+  for (const auto& x : in) out = promote_types(out, x.dtype());
+  return out;
 }
 
 inline std::size_t largest_size(std::span<const EagerTensor> in) {

@@ -343,7 +343,8 @@ const op_def& rule_def() {
 template <op_name Name, class Rule>
 EagerTensor record_rule(std::span<const EagerTensor> in, Tensor value, const Rule& rule) {
   const auto& rt = in[0].context();
-  return make_result(std::move(value), rt, should_record(in),
+  const bool record = (is_floating(value.dtype()) || is_complex(value.dtype())) && should_record(in);
+  return make_result(std::move(value), rt, record,
                      [&] { return node(in, rule_def<Rule, Name>(), rule.attributes()); });
 }
 

@@ -176,6 +176,12 @@ struct tensor_state : std::enable_shared_from_this<tensor_state> {
   }
 
   bool tracks_grad() const noexcept { return grad_fn != nullptr || slot != nullptr; }
+  // True when a gradient flows into this value through ops: it tracks grad and has a floating
+  // (or complex) dtype. An integer or Bool leaf has a slot (its own backward() fills it) but ops
+  // on it record nothing.
+  bool gradient_flows() const noexcept {
+    return tracks_grad() && (is_floating(dtype()) || is_complex(dtype()));
+  }
   bool deferred() const noexcept { return cone.load(std::memory_order_acquire) != 0; }
 
   Tensor value_;  // a deferred value's is allocated and filled when it is computed

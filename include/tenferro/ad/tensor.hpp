@@ -104,14 +104,32 @@ class EagerTensor {
   void backward_with(const EagerTensor& seed, BackwardOptions options = {}) const;
 
   // ---- ops (ad/ops.hpp) ----------------------------------------------------------------------
-  // Binary ops broadcast NumPy-style and promote f32 with f64 to f64.
+  // Binary ops broadcast NumPy-style; the result's dtype is promote_types of the operands'
+  // (docs/eager.md). add, sub, mul, div, rem, pow, maximum, minimum, neg, abs, sign and square
+  // also take i32, i64 and bool: integers wrap on overflow, div truncates toward zero, rem has the
+  // dividend's sign; an integer division by zero or an integer power with a negative exponent
+  // throws InvalidArgument. Only floating results track grad.
   EagerTensor add(const EagerTensor& other) const;
   EagerTensor sub(const EagerTensor& other) const;
   EagerTensor mul(const EagerTensor& other) const;
   EagerTensor div(const EagerTensor& other) const;
+  EagerTensor rem(const EagerTensor& other) const;
   EagerTensor pow(const EagerTensor& other) const;
   EagerTensor maximum(const EagerTensor& other) const;
   EagerTensor minimum(const EagerTensor& other) const;
+
+  // Comparisons (IEEE: false where an operand is NaN, except ne) and logical ops (nonzero is
+  // true), of any real dtype, broadcasting; the result is Bool and never tracks grad.
+  EagerTensor eq(const EagerTensor& other) const;
+  EagerTensor ne(const EagerTensor& other) const;
+  EagerTensor lt(const EagerTensor& other) const;
+  EagerTensor le(const EagerTensor& other) const;
+  EagerTensor gt(const EagerTensor& other) const;
+  EagerTensor ge(const EagerTensor& other) const;
+  EagerTensor logical_and(const EagerTensor& other) const;
+  EagerTensor logical_or(const EagerTensor& other) const;
+  EagerTensor logical_xor(const EagerTensor& other) const;
+  EagerTensor logical_not() const;
 
   EagerTensor neg() const;
   EagerTensor abs() const;
@@ -153,7 +171,9 @@ class EagerTensor {
   EagerTensor matmul(const EagerTensor& other) const;
   // NumPy broadcast to a larger shape, and its adjoint (sum over the broadcast axes).
   EagerTensor broadcast_to(const Shape& shape) const;
-  // The same values as another floating dtype (f32 <-> f64); the cotangent converts back.
+  // The same values as another real dtype (f32, f64, i32, i64, bool): floating to integer
+  // truncates toward zero and saturates (NaN gives 0), anything to bool is != 0. Between floating
+  // dtypes the cotangent converts back; an integer or Bool result does not track grad.
   EagerTensor to(DType dtype) const;
   EagerTensor sum_to(const Shape& shape) const;
 

@@ -164,13 +164,13 @@ sweep_result<typename Sweep::value> reverse_sweep(const tensor_state* root, type
     if (it == cot.end()) {  // reached with a zero cotangent: so are its tracked inputs
       if (r.zero.contains(s)) {
         for (const auto& in : n.inputs()) {
-          if (in->tracks_grad()) r.zero.insert(in.get());
+          if (in->gradient_flows()) r.zero.insert(in.get());
         }
       }
       continue;
     }
     needed.clear();
-    for (const auto& in : n.inputs()) needed.push_back(in->tracks_grad());
+    for (const auto& in : n.inputs()) needed.push_back(in->gradient_flows());
     auto in_cot = Sweep::vjp(n, *s, it->second, needed);
     vjp_rules_run().fetch_add(1, std::memory_order_relaxed);
     for (std::size_t k = 0; k < in_cot.size(); ++k) {

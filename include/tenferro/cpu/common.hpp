@@ -1,4 +1,4 @@
-// What every CPU kernel on dynamic Tensors shares: the floating dtype an op computes in, dtype
+// What every CPU kernel on dynamic Tensors shares: the dtype an op computes in, dtype
 // conversion, NumPy broadcasting of shapes, and wrapping results back into Tensors.
 #pragma once
 
@@ -10,6 +10,8 @@
 #include <tenferro/tensor/typed_tensor.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,31 +29,95 @@ decltype(auto) visit_real(DType dtype, F&& f) {
   return f(double{});
 }
 
-// The dtype an op on these inputs computes in (promote_types over them: f64 when any input is
-// f64, else f32). Throws Unsupported naming the op, the argument and its dtype for a dtype the
-// kernels do not compute in yet (anything but f32 and f64).
-inline DType promote(std::string_view op, std::span<const Tensor> in) {
-  DType out = DType::F32;
+// Calls f with a value of the compute type of `dtype`: float, double, std::int32_t, std::int64_t
+// (F32, F64, I32, I64); with `Integers` false, the integer dtypes are never passed (visit_real).
+template <bool Integers = true, class F>
+decltype(auto) visit_number(DType dtype, F&& f) {
+  if constexpr (Integers) {
+    if (dtype == DType::I32) return f(std::int32_t{});
+    if (dtype == DType::I64) return f(std::int64_t{});
+  }
+  return visit_real(dtype, std::forward<F>(f));
+}
+
+// The dtype an op on these inputs computes in: promote_types over them (docs/eager.md), where a
+// result of Bool (every input Bool) computes in I32. `integers`: the op has integer kernels (i32,
+// i64; bool operands count as integers). Throws Unsupported naming the op, the argument and its
+// dtype for a dtype it has no kernels for.
+inline DType promote(std::string_view op, std::span<const Tensor> in, bool integers = false) {
+  auto refuse = [&](std::size_t k) {
+    const DType d = in[k].dtype();
+    throw Error(
+        ErrorKind::Unsupported, std::string(op),
+        "argument " + std::to_string(k) + " of shape " + format_shape(in[k].shape()) + " has dtype " +
+            std::string(dtype_name(d)) +
+            (integers ? "; this op takes f32, f64, i32, i64 and bool" : "; this op takes f32 and f64"));
+  };
+  DType out = in.empty() ? DType::F32 : in[0].dtype();
   for (std::size_t k = 0; k < in.size(); ++k) {
     const DType d = in[k].dtype();
-    if (!is_floating(d)) {
-      throw Error(ErrorKind::Unsupported, std::string(op),
-                  "argument " + std::to_string(k) + " of shape " + format_shape(in[k].shape()) +
-                      " has dtype " + std::string(dtype_name(d)) + "; this op takes f32 and f64");
-    }
+    if (is_complex(d) || (!integers && !is_floating(d))) refuse(k);
     out = promote_types(out, d);
+  }
+  return out == DType::Bool ? DType::I32 : out;
+}
+
+// The floating dtype a derivative kernel over `in` computes in: promote() over them, integer and
+// bool inputs taking part as numbers (the n of d(w * n)/dw). Throws Unsupported naming the op
+// when the inputs promote to an integer or bool dtype (derivatives are floating).
+inline DType promote_floating(std::string_view op, std::span<const Tensor> in) {
+  const DType out = promote(op, in, true);
+  if (!is_floating(out)) {
+    throw Error(ErrorKind::Unsupported, std::string(op),
+                "the inputs promote to " + std::string(dtype_name(out)) +
+                    ": derivatives are computed in f32 and f64");
   }
   return out;
 }
 
-// `t` converted to dtype `to` (f32 <-> f64); t itself (no copy) when it already has that dtype.
+namespace detail {
+
+// v as a To: a number converts as C++ does, except that a floating value going to an integer
+// truncates toward zero and saturates at the integer's range (NaN gives 0) instead of being
+// undefined; anything going to bool is v != 0 (NaN gives true).
+template <class To, class From>
+To convert_element(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (!(v == v)) return 0;
+    if (v <= From(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    if (v >= From(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+// Calls f with a value of the element type of a real dtype (every dtype but C32 and C64).
+// Throws Unsupported naming op for a complex dtype.
+template <class F>
+decltype(auto) visit_real_element(DType dtype, std::string_view op, F&& f) {
+  if (dtype == DType::Bool) return f(bool{});
+  if (is_complex(dtype)) {
+    throw Error(ErrorKind::Unsupported, std::string(op),
+                "dtype " + std::string(dtype_name(dtype)) + " has no kernels yet");
+  }
+  return visit_number(dtype, std::forward<F>(f));
+}
+
+}  // namespace detail
+
+// `t` converted to dtype `to` (detail::convert_element); t itself (no copy) when it already has
+// that dtype. Both dtypes real (not complex).
 inline Tensor cast(const Tensor& t, DType to) {
   if (t.dtype() == to) return t;
-  return visit_real(to, [&]<class T>(T) {
-    return visit_real(t.dtype(), [&]<class S>(S) {
+  return detail::visit_real_element(to, "cast", [&]<class T>(T) {
+    return detail::visit_real_element(t.dtype(), "cast", [&]<class S>(S) {
       const auto& src = t.array<S>();
       auto out = tenferro::detail::new_array<T>("cast", src.shape());
-      std::transform(src.data(), src.data() + src.size(), out.data(), [](S v) { return static_cast<T>(v); });
+      std::transform(src.data(), src.data() + src.size(), out.data(),
+                     [](S v) { return detail::convert_element<T>(v); });
       return Tensor(std::move(out));
     });
   });

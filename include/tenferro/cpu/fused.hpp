@@ -1,9 +1,11 @@
 // Fused kernels on dynamic Tensors: the compile-time layer evaluating one expression of
-// placeholders over f32/f64 Tensors. Every elementwise eager op, its vjp and its jvp, and every
-// `apply` node run through fused_kernels<E>.
+// placeholders over Tensors. Every elementwise eager op, its vjp and its jvp, and every `apply`
+// node run through fused_kernels<E>.
 //
-// Inputs of mixed f32/f64 compute in f64 (f32 inputs are converted once); shapes broadcast
-// NumPy-style; cotangents come back in each input's own shape and dtype.
+// Inputs compute in the dtype promote() gives (inputs of another dtype are converted once):
+// f32 or f64, and i32 or i64 (bool operands as integers) when every op of E has an integer form
+// (forward only: derivatives are floating). The result has result_dtype<E>: Bool for a predicate.
+// Shapes broadcast NumPy-style; cotangents come back in each input's own shape and dtype.
 //
 // Instantiating the kernels of every eager op costs tens of seconds of compilation. Under
 // TENFERRO_SEPARATE_COMPILATION (core/detail/config.hpp) the kernels listed in
@@ -72,6 +74,18 @@ using sum_expr = expr::reduction<expr::ops::sum, expr::arg<0>>;
 using max_expr = expr::reduction<expr::ops::max, expr::arg<0>>;
 using min_expr = decltype(expr::min(expr::arg<0>{}));
 
+// The dtype of an eager op's result: Bool for a predicate (a comparison, a logical op), else
+// promote_types over the inputs (docs/eager.md).
+template <class E>
+DType result_dtype(std::span<const Tensor> in) {
+  if constexpr (requires { typename E::op_type; }) {
+    if constexpr (expr::ops::is_predicate<typename E::op_type>()) return DType::Bool;
+  }
+  DType out = in[0].dtype();
+  for (const Tensor& t : in) out = promote_types(out, t.dtype());
+  return out;
+}
+
 namespace detail {
 
 // Calls f with a TypedTensor<T> view (or converted copy) of each of the first N tensors.
@@ -129,31 +143,38 @@ void check_arity(std::span<const Tensor> in, std::string_view op) {
 template <class E>
 Tensor fused_kernels<E>::forward(const E& e, std::span<const Tensor> in, std::string_view op) {
   detail::check_arity<arity>(in, op);
-  const DType dtype = promote(op, in);
-  if constexpr (!expr::is_scalar<E>) {
-    if (detail::same_dtype_and_shape(in)) {  // the common case: the result is built in place
-      return visit_real(dtype, [&]<class T>(T) {
-        Tensor out = Tensor::for_overwrite<T>(in[0].extents());
-        [&]<std::size_t... K>(std::index_sequence<K...>) {
-          expr::detail::eval_into(out.mutable_array<T>(), e, in[K].array<T>()...);
-        }
-        (std::make_index_sequence<arity>{});
-        return out;
-      });
+  constexpr bool integers = expr::has_integer_form<E>;
+  const DType dtype = promote(op, in, integers);
+  Tensor out = [&] {
+    if constexpr (!expr::is_scalar<E>) {
+      if (detail::same_dtype_and_shape(in) && in[0].dtype() == dtype) {  // built in place
+        return visit_number<integers>(dtype, [&]<class T>(T) {
+          expr::detail::check_integer_expression<T>(op, e);
+          Tensor r = Tensor::for_overwrite<T>(in[0].extents());
+          [&]<std::size_t... K>(std::index_sequence<K...>) {
+            expr::detail::eval_into(r.mutable_array<T>(), e, in[K].array<T>()...);
+          }
+          (std::make_index_sequence<arity>{});
+          return r;
+        });
+      }
     }
-  }
-  if constexpr (arity > 1) broadcast_shapes(op, in);
-  return visit_real(dtype, [&]<class T>(T) {
-    return detail::with_typed<T, arity>(
-        in, [&](const auto&... x) { return detail::to_tensor(expr::eval(e, x...)); });
-  });
+    if constexpr (arity > 1) broadcast_shapes(op, in);
+    return visit_number<integers>(dtype, [&]<class T>(T) {
+      return detail::with_typed<T, arity>(in, [&](const auto&... x) {
+        expr::detail::check_integer_expression<T>(op, e);
+        return detail::to_tensor(expr::eval(e, x...));
+      });
+    });
+  }();
+  return cast(out, result_dtype<E>(in));
 }
 
 template <class E>
 Tensor fused_kernels<E>::value_and_grad(const E& e, std::span<const Tensor> in, std::vector<Tensor>& grads,
                                         std::string_view op) requires expr::is_scalar<E> {
   detail::check_arity<arity>(in, op);
-  const DType dtype = promote(op, in);
+  const DType dtype = promote_floating(op, in);
   broadcast_shapes(op, in);
   return visit_real(dtype, [&]<class T>(T) {
     return detail::with_typed<T, arity>(in, [&](const auto&... x) {
@@ -168,7 +189,7 @@ template <class E>
 std::vector<Tensor> fused_kernels<E>::vjp(const E& e, std::span<const Tensor> in, const Tensor& cotangent,
                                           std::string_view op) {
   detail::check_arity<arity>(in, op);
-  const DType dtype = promote(op, in);
+  const DType dtype = promote_floating(op, in);
   if constexpr (!expr::is_scalar<E>) {
     if (detail::same_dtype_and_shape(in) && cotangent.dtype() == dtype &&
         std::ranges::equal(cotangent.extents(), in[0].extents())) {  // gradients built in place
@@ -203,7 +224,7 @@ template <class E>
 Tensor fused_kernels<E>::jvp(const E& e, std::span<const Tensor> in, std::span<const Tensor* const> tangents,
                              std::string_view op) {
   detail::check_arity<arity>(in, op);
-  const DType dtype = promote(op, in);
+  const DType dtype = promote_floating(op, in);
   return visit_real(dtype, [&]<class T>(T) {
     auto tangent = [&](std::size_t k) {
       return tangents[k] ? typed_as<T>(*tangents[k])

@@ -91,7 +91,7 @@ inline Tensor broadcast_to(const Tensor& x, const Shape& shape, std::string_view
   const Shape own = x.shape();
   if (own == shape) return x;
   check_broadcast_to(own, shape, op);
-  return visit_real(x.dtype(), [&]<class T>(T) {
+  return tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
     if (x.size() == 1) return Tensor(tenferro::detail::make_array<T>(op, shape, x.as_slice<T>()[0]));
     return Tensor(expr::detail::materialize<T>(x.array<T>(), shape));
   });
@@ -104,18 +104,20 @@ inline void add_into(Tensor& acc, const Tensor& b) {
     acc = elementwise<expr::ops::add>(acc, b, "add");
     return;
   }
-  visit_real(acc.dtype(), [&]<class T>(T) {
+  visit_number(acc.dtype(), [&]<class T>(T) {
     auto& a = acc.mutable_array<T>();
     const T* src = b.array<T>().data();
     T* dst = a.data();
-    for (std::size_t i = 0, n = a.size(); i < n; ++i) dst[i] += src[i];
+    for (std::size_t i = 0, n = a.size(); i < n; ++i) dst[i] = expr::ops::add::scalar(dst[i], src[i]);
   });
 }
 
 // The adjoint of broadcast_to: x (of a shape `shape` broadcasts to) summed back to `shape`.
 inline Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  return visit_real(
+  promote("sum_to", std::span(&x, 1), true);
+  if (x.dtype() == DType::Bool) return sum_to(cast(x, DType::I64), shape);
+  return visit_number(
       x.dtype(), [&]<class T>(T) { return Tensor(expr::detail::reduce_to_shape<T>(x.array<T>(), shape)); });
 }
 

@@ -79,8 +79,15 @@ void for_each_slot(const column_major_array<T>& x, const std::vector<bool>& mask
 // x reduced over the axes flagged in `mask`. A max or min over an axis of extent 0 has no value
 // (no identity to return, as in NumPy and PyTorch): InvalidArgument naming the axis and the shape.
 // An empty sum is 0, an empty product 1, an empty mean NaN.
-inline Tensor reduce(Reduce r, const Tensor& x, const std::vector<bool>& mask, std::string_view op) {
-  promote(op, std::span(&x, 1));
+// Dtypes: f32 and f64; i32 and i64 (sum and prod wrap; no mean); bool, whose sum and product count
+// in i64 and whose max and min are Bool (any, all).
+inline Tensor reduce(Reduce r, const Tensor& x_in, const std::vector<bool>& mask, std::string_view op) {
+  promote(op, std::span(&x_in, 1), r != Reduce::mean);
+  if (x_in.dtype() == DType::Bool) {
+    if (r == Reduce::sum || r == Reduce::prod) return reduce(r, cast(x_in, DType::I64), mask, op);
+    return cast(reduce(r, cast(x_in, DType::I32), mask, op), DType::Bool);
+  }
+  const Tensor& x = x_in;
   const Shape shape = x.shape();
   if (r == Reduce::max || r == Reduce::min) {
     for (std::size_t d = 0; d < shape.size(); ++d) {
@@ -92,34 +99,41 @@ inline Tensor reduce(Reduce r, const Tensor& x, const std::vector<bool>& mask, s
     }
   }
   const bool all = std::all_of(mask.begin(), mask.end(), [](bool b) { return b; });
-  return visit_real(x.dtype(), [&]<class T>(T) {
+  return visit_number(x.dtype(), [&]<class T>(T) {
     const auto& a = x.array<T>();
     if (all && (r == Reduce::sum || r == Reduce::mean)) {  // the fused SIMD reduction
       const Tensor total = fused_kernels<sum_expr>::forward(sum_expr(expr::arg<0>{}), std::span(&x, 1), op);
-      if (r == Reduce::sum || a.size() == 0)
-        return r == Reduce::sum ? total : scalar_tensor<T>(std::numeric_limits<T>::quiet_NaN());
-      return scalar_tensor<T>(total.as_slice<T>()[0] / static_cast<T>(a.size()));
+      if (r == Reduce::sum) return total;
+      if constexpr (std::is_floating_point_v<T>) {
+        if (a.size() == 0) return scalar_tensor<T>(std::numeric_limits<T>::quiet_NaN());
+        return scalar_tensor<T>(total.as_slice<T>()[0] / static_cast<T>(a.size()));
+      }
     }
     if (all && r == Reduce::max) {
       return fused_kernels<max_expr>::forward(max_expr(expr::arg<0>{}), std::span(&x, 1), op);
     }
-    if (all && r == Reduce::min) {
-      return fused_kernels<min_expr>::forward(expr::min(expr::arg<0>{}), std::span(&x, 1), op);
+    if constexpr (std::is_floating_point_v<T>) {  // min = -max(-x) is not exact for integers
+      if (all && r == Reduce::min) {
+        return fused_kernels<min_expr>::forward(expr::min(expr::arg<0>{}), std::span(&x, 1), op);
+      }
     }
+    using limits = std::numeric_limits<T>;
     const T init = r == Reduce::sum || r == Reduce::mean ? T(0)
                    : r == Reduce::prod                   ? T(1)
-                   : r == Reduce::max                    ? -std::numeric_limits<T>::infinity()
-                                                         : std::numeric_limits<T>::infinity();
+                   : r == Reduce::max ? (limits::has_infinity ? -limits::infinity() : limits::lowest())
+                                      : (limits::has_infinity ? limits::infinity() : limits::max());
     auto out = tenferro::detail::new_array<T>(op, reduced_shape(shape, mask));
     std::fill(out.data(), out.data() + out.size(), init);
     T* acc = out.data();
     switch (r) {
       case Reduce::sum:
       case Reduce::mean:
-        detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) { acc[s] += v; });
+        detail::for_each_slot(
+            a, mask, [&](T v, std::ptrdiff_t s, std::size_t) { acc[s] = expr::ops::add::scalar(acc[s], v); });
         break;
       case Reduce::prod:
-        detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) { acc[s] *= v; });
+        detail::for_each_slot(
+            a, mask, [&](T v, std::ptrdiff_t s, std::size_t) { acc[s] = expr::ops::mul::scalar(acc[s], v); });
         break;
       case Reduce::max:  // NaN propagates: once a slot holds NaN it keeps it
         detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) {
@@ -185,11 +199,17 @@ inline Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) 
   });
 }
 
-// True when any element of x is exactly zero.
+// True when any element of x is exactly zero / is negative (real dtypes).
 inline bool has_zero(const Tensor& x) {
-  return visit_real(x.dtype(), [&]<class T>(T) {
+  return detail::visit_real_element(x.dtype(), "has_zero", [&]<class T>(T) {
     const auto s = x.as_slice<T>();
     return std::find(s.begin(), s.end(), T(0)) != s.end();
+  });
+}
+inline bool has_negative(const Tensor& x) {
+  return detail::visit_real_element(x.dtype(), "has_negative", [&]<class T>(T) {
+    const auto s = x.as_slice<T>();
+    return std::any_of(s.begin(), s.end(), [](T v) { return v < T(0); });
   });
 }
 

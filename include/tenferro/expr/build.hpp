@@ -5,6 +5,7 @@
 
 #include <tenferro/expr/nodes.hpp>
 #include <tenferro/expr/ops/binary.hpp>
+#include <tenferro/expr/ops/logical.hpp>
 #include <tenferro/expr/ops/reduce.hpp>
 #include <tenferro/expr/ops/unary.hpp>
 
@@ -269,6 +270,12 @@ template <class L, class R>
 requires Operands<L, R>
 constexpr auto pow(L&& base, R&& exponent) {
   return detail::binary_of<ops::pow>(std::forward<L>(base), std::forward<R>(exponent));
+}
+// The remainder of truncating division (fmod; % for integers), with the dividend's sign.
+template <class L, class R>
+requires Operands<L, R>
+constexpr auto rem(L&& a, R&& b) {
+  return detail::binary_of<ops::rem>(std::forward<L>(a), std::forward<R>(b));
 }
 template <class L, class R>
 requires Operands<L, R>

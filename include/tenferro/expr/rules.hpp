@@ -47,6 +47,8 @@ template <class A, class C> auto div::d_lhs(const A&, const C& b) { return make_
 template <class A, class C> auto div::d_rhs(const A& a, const C& b) { return make_neg(make_div(make_div(a, b), b)); }
 template <class A, class C> auto pow::d_lhs(const A& a, const C& b) { return binary_of<where_nonzero>(b, make_mul(b, binary_of<pow>(a, make_sub(b, one{})))); }
 template <class A, class C> auto pow::d_rhs(const A& a, const C& b) { return binary_of<where_nonzero>(pow_log_mask(a, b), make_mul(binary_of<pow>(a, b), expr::log(a))); }
+template <class A, class C> auto rem::d_lhs(const A&, const C&) { return one{}; }
+template <class A, class C> auto rem::d_rhs(const A& a, const C& b) { return make_div(make_sub(binary_of<rem>(a, b), a), b); }
 template <class A, class C> auto maximum::d_lhs(const A& a, const C& b) { return binary<indicator<greater_equal>, A, C>(a, b); }
 template <class A, class C> auto maximum::d_rhs(const A& a, const C& b) { return binary<indicator<less>, A, C>(a, b); }
 template <class A, class C> auto minimum::d_lhs(const A& a, const C& b) { return binary<indicator<less_equal>, A, C>(a, b); }

@@ -250,6 +250,9 @@ const op_def& expression_def() {
       auto d = std::make_unique<op_def>();
       if constexpr (Kind != node_kind::primitive) d->label = "apply";
       d->arity = expr::arity<E>;
+      d->integers = expr::has_integer_form<E>;
+      if constexpr (requires { typename E::op_type; })
+        d->predicate = expr::ops::is_predicate<typename E::op_type>();
       if constexpr (Kind == node_kind::primitive && expr::level<E> == 0) {
         d->block = &expression_block_for<E>;
         d->fusion = fusion_of<E>();
@@ -270,10 +273,10 @@ EagerTensor record_expression(std::string_view op, const E& e, std::span<const E
                     std::to_string(in.size()) + " were given");
   }
   const auto& rt = common_runtime(op, in);
-  const bool record = should_record(in);
   const op_def& def = expression_def<E, Kind>();
+  const bool record = !def.predicate && is_floating(promoted_dtype(in)) && should_record(in);
   if constexpr (Kind == node_kind::primitive && is_primitive_expr<E>) {
-    if (can_defer(in)) return defer(def, attributes_of(e), in, rt, record);
+    if (!def.predicate && can_defer(in)) return defer(def, attributes_of(e), in, rt, record);
   }
   std::vector<Tensor> grads;
   auto run = [&](std::span<const Tensor> values) {

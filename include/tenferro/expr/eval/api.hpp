@@ -36,6 +36,7 @@ namespace detail {
 template <class Policy, class E, class... In>
 auto eval_with(const E& e, const In&... in) {
   using T = compute_type_t<In...>;
+  check_integer_expression<T>("eval", e);
   binding<T, In...> b("eval", sizeof...(In), in...);
   if constexpr (is_scalar<E>) {
     T value = 0;
@@ -83,6 +84,9 @@ auto value_and_grad(const E& e, const In&... in) {
       is_scalar<E>,
       "value_and_grad: the expression must be a scalar: reduce it with sum, mean, dot or log_sum_exp");
   using T = detail::compute_type_t<In...>;
+  static_assert(
+      Real<T>,
+      "value_and_grad: derivatives need a floating compute type: convert integer inputs to float or double");
   detail::binding<T, In...> b("value_and_grad", sizeof...(In), in...);
   // The value and the gradients are written where they are returned (a broadcast input's gradient
   // is then replaced by its sum back to the input's shape).
@@ -109,6 +113,8 @@ auto vjp(const E& e, const C& cotangent, const In&... in) {
                 "vjp: the expression uses more placeholders than inputs were given");
   static_assert(!is_scalar<E>, "vjp: the expression is a scalar: use grad (and scale by the cotangent)");
   using T = detail::compute_type_t<In..., C>;
+  static_assert(Real<T>,
+                "vjp: derivatives need a floating compute type: convert integer inputs to float or double");
   constexpr std::size_t N = sizeof...(In);
   if constexpr (ArrayInput<C>) {
     const Shape out = detail::broadcast_shape("vjp", N, in...);
@@ -134,6 +140,8 @@ auto jvp(const E& e, const std::tuple<In...>& inputs, const std::tuple<Tn...>& t
                 "jvp: the expression uses more placeholders than inputs were given");
   constexpr std::size_t N = sizeof...(In);
   using T = detail::compute_type_t<std::remove_cvref_t<In>..., std::remove_cvref_t<Tn>...>;
+  static_assert(Real<T>,
+                "jvp: derivatives need a floating compute type: convert integer inputs to float or double");
   // Each tangent has its input's shape (scalars for scalars).
   [&]<std::size_t... K>(std::index_sequence<K...>) {
     auto check = [&](std::size_t k, const auto& input, const auto& tangent) {

@@ -3,15 +3,50 @@
 // (eval_block, eval_blocks, sum_block), on the calling thread.
 #pragma once
 
+#include <tenferro/core/dtype.hpp>
+#include <tenferro/expr/constants.hpp>
 #include <tenferro/expr/eval/binding.hpp>
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
 #include <span>
 #include <tuple>
 #include <utility>
 
 namespace tenferro::expr::detail {
+
+[[noreturn, gnu::cold]] TENFERRO_NOINLINE inline void throw_not_whole(std::string_view op, double c,
+                                                                      DType dtype) {
+  char digits[32];
+  const auto end = std::to_chars(digits, digits + sizeof digits, c).ptr;
+  throw_error(ErrorKind::InvalidArgument, op,
+              {"the number ", std::string_view(digits, static_cast<std::size_t>(end - digits)),
+               " is not a whole number of the ", dtype_name(dtype),
+               " computation (convert the integer tensors to a floating dtype first)"});
+}
+
+// An evaluation in integer type T: every op of e has an integer form (a compile-time error
+// otherwise) and every constant is a whole number T holds (x * 2 over i32, not x * 2.5; throws
+// InvalidArgument naming op and the number). Nothing for a floating T.
+template <class T, class E>
+void check_integer_expression(std::string_view op, const E& e) {
+  if constexpr (Integer<T>) {
+    static_assert(
+        has_integer_form<E>,
+        "an op of this expression has no integer form: convert the integer inputs to float or double");
+    for (const double c : constants_of(e)) {
+      if (!(c == std::trunc(c) && c >= double(std::numeric_limits<T>::lowest()) &&
+            c <= double(std::numeric_limits<T>::max()))) {
+        throw_not_whole(op, c, dtype_of<T>);
+      }
+    }
+  } else {
+    (void)op, (void)e;
+  }
+}
 
 // Elementwise e evaluated into `out`, which the caller has shaped (the eager kernels build their
 // result Tensor in place this way): inputs of out's shape are read where they are, others
@@ -19,6 +54,7 @@ namespace tenferro::expr::detail {
 template <class T, class E, class... In>
 void eval_into(column_major_array<T>& out, const E& e, const In&... in) {
   static_assert(!is_scalar<E>, "eval_into writes an elementwise expression");
+  check_integer_expression<T>("eval_into", e);
   if ((fits_in_place<T>(in, out.shape()) && ...)) {
     const std::tuple<leaf_t<T, In>...> leaves{leaf_in_place<T>(in)...};
     run_program_into<simd_policy, T>(leaves, out.size(), std::tie(out), as_array<E>{e});

@@ -6,6 +6,7 @@
 #include <tenferro/core/detail/array.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/core/shape.hpp>
+#include <tenferro/expr/ops/binary.hpp>
 
 #include <vector>
 
@@ -79,8 +80,9 @@ column_major_array<T> reduce_to_shape(const column_major_array<T>& field, const 
   std::fill(out.storage().begin(), out.storage().end(), T(0));
   const T* src = field.data();
   T* dst = out.data();
-  for_each_column_major(target, broadcast_strides(shape, column_major_strides(shape), target),
-                        [&](std::size_t k, std::ptrdiff_t offset) { dst[offset] += src[k]; });
+  for_each_column_major(
+      target, broadcast_strides(shape, column_major_strides(shape), target),
+      [&](std::size_t k, std::ptrdiff_t offset) { dst[offset] = ops::add::scalar(dst[offset], src[k]); });
   return out;
 }
 

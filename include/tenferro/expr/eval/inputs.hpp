@@ -1,9 +1,11 @@
 // Binding inputs to placeholders: what eval() accepts, the element type it computes in, the
 // broadcast shape, and the leaves the kernels read.
 //
-// Accepted inputs: xtensor containers (xarray, xtensor, fixed, adaptors; any layout) of float or
-// double, tenferro::TypedTensor<float|double>, and arithmetic scalars. The compute type is double
-// when any input is double (or an integer scalar), float when every floating input is float.
+// Accepted inputs: xtensor containers (xarray, xtensor, fixed, adaptors; any layout) of float,
+// double, int32_t or int64_t, tenferro::TypedTensor of those, and arithmetic scalars. The compute
+// type (compute_type_t) is double when any floating input is double (or a scalar is an integer),
+// float when every floating input is float, and i32 or i64 when every array is an integer array
+// and no scalar is floating (ops/integer.hpp: integers wrap; only ops with an integer form).
 #pragma once
 
 #include <tenferro/core/detail/xtensor.hpp>
@@ -11,6 +13,7 @@
 #include <tenferro/core/error.hpp>
 #include <tenferro/core/shape.hpp>
 #include <tenferro/expr/eval/kernel.hpp>
+#include <tenferro/expr/ops/integer.hpp>
 
 #include <algorithm>
 #include <string>
@@ -25,9 +28,6 @@ class TypedTensor;
 
 namespace tenferro::expr {
 
-template <class T>
-concept Real = std::is_same_v<T, float> || std::is_same_v<T, double>;
-
 template <class In>
 concept XtensorInput = requires(const In& a) {
   typename In::value_type;
@@ -36,13 +36,13 @@ concept XtensorInput = requires(const In& a) {
   a.strides();
   a.layout();
 }
-&&std::is_base_of_v<xt::xcontainer<In>, In>&& Real<typename In::value_type>;
+&&std::is_base_of_v<xt::xcontainer<In>, In>&& Number<typename In::value_type>;
 
 template <class In>
 concept TypedTensorInput = requires {
   typename In::value_type;
 }
-&&std::is_same_v<In, TypedTensor<typename In::value_type>>&& Real<typename In::value_type>;
+&&std::is_same_v<In, TypedTensor<typename In::value_type>>&& Number<typename In::value_type>;
 
 template <class In>
 concept ArrayInput = XtensorInput<std::remove_cvref_t<In>> || TypedTensorInput<std::remove_cvref_t<In>>;
@@ -67,13 +67,28 @@ struct input_element<In> {
 template <class In>
 using input_element_t = typename input_element<In>::type;
 
-// double if any input is double or an integer scalar; float if all floating inputs are float.
+// The compute type. With a floating input (array or scalar): double if any floating input is
+// double or a scalar is an integer, else float; integer arrays do not widen it. Else, with integer
+// arrays: i64 if any is i64, else i32 (integer scalars do not widen it). Scalars alone: double.
 template <class... In>
-constexpr bool all_float() {
-  return sizeof...(In) > 0 && (std::is_same_v<input_element_t<In>, float> && ...);
-}
+struct compute_type {
+  template <class In1>
+  static constexpr bool floating = Real<input_element_t<In1>>;
+  template <class In1>
+  static constexpr bool integer_array = ArrayInput<In1>&& Integer<input_element_t<In1>>;
+  static constexpr bool any_floating = (floating<In> || ...);
+  static constexpr bool narrow_floating =
+      ((!floating<In> || std::is_same_v<input_element_t<In>, float>)&&...) &&
+      !((ScalarInput<In> && std::is_integral_v<input_element_t<In>>) || ...);
+  static constexpr bool any_integer_array = (integer_array<In> || ...);
+  static constexpr bool wide_integer = ((integer_array<In> && sizeof(input_element_t<In>) == 8) || ...);
+  using type = std::conditional_t<
+      any_floating, std::conditional_t<narrow_floating, float, double>,
+      std::conditional_t<any_integer_array, std::conditional_t<wide_integer, std::int64_t, std::int32_t>,
+                         double>>;
+};
 template <class... In>
-using compute_type_t = std::conditional_t<all_float<In...>(), float, double>;
+using compute_type_t = typename compute_type<In...>::type;
 
 // The xtensor container behind an array input.
 template <class In>

@@ -254,8 +254,12 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       T total = Task::op::template identity<T>();
       for (std::size_t c = 0; c < chunks; ++c) total = Task::op::combine(total, partial[c][from]);
       const auto& task = std::get<Jc>(reds);
-      results[Task::id] =
-          static_cast<T>(static_cast<double>(total) * task.scale + static_cast<double>(n) * task.offset);
+      if constexpr (Integer<T>) {  // never hoisted: exact
+        results[Task::id] = total;
+      } else {
+        results[Task::id] =
+            static_cast<T>(static_cast<double>(total) * task.scale + static_cast<double>(n) * task.offset);
+      }
     };
     (void)finish;
     (finish(std::integral_constant<std::size_t, J>{}), ...);
@@ -280,6 +284,10 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
 template <class T, class Reds, class Stores, class Leaves>
 void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
               T* results) {
+  if constexpr (Integer<T>) {  // exact: hoisted values and factors are doubles, integer division
+    run_hoisted_pass<T>(reds, stores, leaves, n, results);  // does not distribute
+    return;
+  }
   const element_context<T, Leaves> ctx{leaves, results, static_cast<T>(n), 0};
   // A sum keeps its varying part in the loop; a max keeps its body as it is.
   auto prepare = [&](const auto& r) {

@@ -12,6 +12,7 @@
 #include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/expr/nodes.hpp>
+#include <tenferro/expr/ops/integer.hpp>
 #include <tenferro/expr/ops/math_pow.hpp>
 
 #include <cmath>
@@ -26,15 +27,30 @@ auto is_nan(const V& v) {
   return !(v == v);
 }
 
+// True when an eager op of Op gives a Bool result.
+template <class Op>
+constexpr bool is_predicate() {
+  if constexpr (requires { Op::predicate; }) {
+    return Op::predicate;
+  } else {
+    return false;
+  }
+}
+
 // a + b;  ∂/∂a = 1, ∂/∂b = 1
 struct add {
+  static constexpr bool integral = true;
   static constexpr std::string_view name = "add";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "+";
   static constexpr int precedence = 1;
   template <class T>
   static T scalar(T a, T b) {
-    return a + b;
+    if constexpr (std::is_integral_v<T>) {
+      return integer::add(a, b);
+    } else {
+      return a + b;
+    }
   }
   template <class B>
   static B batch(const B& a, const B& b) {
@@ -48,13 +64,18 @@ struct add {
 
 // a - b;  ∂/∂a = 1, ∂/∂b = -1
 struct sub {
+  static constexpr bool integral = true;
   static constexpr std::string_view name = "sub";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "-";
   static constexpr int precedence = 1;
   template <class T>
   static T scalar(T a, T b) {
-    return a - b;
+    if constexpr (std::is_integral_v<T>) {
+      return integer::sub(a, b);
+    } else {
+      return a - b;
+    }
   }
   template <class B>
   static B batch(const B& a, const B& b) {
@@ -68,13 +89,18 @@ struct sub {
 
 // a * b;  ∂/∂a = b, ∂/∂b = a
 struct mul {
+  static constexpr bool integral = true;
   static constexpr std::string_view name = "mul";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "*";
   static constexpr int precedence = 2;
   template <class T>
   static T scalar(T a, T b) {
-    return a * b;
+    if constexpr (std::is_integral_v<T>) {
+      return integer::mul(a, b);
+    } else {
+      return a * b;
+    }
   }
   template <class B>
   static B batch(const B& a, const B& b) {
@@ -88,17 +114,26 @@ struct mul {
 
 // a / b;  ∂/∂a = 1/b, ∂/∂b = -(a/b)/b;  b = 0 gives inf/NaN as IEEE does
 struct div {
+  static constexpr bool integral = true;
   static constexpr std::string_view name = "div";  // in the op table
   static constexpr int cost = 4;
   static constexpr std::string_view symbol = "/";
   static constexpr int precedence = 2;
   template <class T>
   static T scalar(T a, T b) {
-    return a / b;
+    if constexpr (std::is_integral_v<T>) {
+      return integer::div(a, b);
+    } else {
+      return a / b;
+    }
   }
   template <class B>
   static B batch(const B& a, const B& b) {
-    return a / b;
+    if constexpr (std::is_integral_v<typename B::value_type>) {
+      return integer::lanes(a, b, [](auto x, auto y) { return integer::div(x, y); });
+    } else {
+      return a / b;
+    }
   }
   template <class A, class C>
   static auto d_lhs(const A&, const C& b);
@@ -112,17 +147,26 @@ struct div {
 // 0 < b < 1, -inf for b < 0, 1 for b = 1, 0 for b > 1. With a constant exponent (pow(e, 2.5))
 // only ∂/∂a is ever built, so a may be any value where a^b is real.
 struct pow {
+  static constexpr bool integral = true;
   static constexpr std::string_view name = "pow";  // in the op table
   static constexpr int cost = 25;
   static constexpr std::string_view symbol = "pow";
   static constexpr int precedence = 0;
   template <class T>
   static T scalar(T a, T b) {
-    return std::pow(a, b);
+    if constexpr (std::is_integral_v<T>) {
+      return integer::pow(a, b);
+    } else {
+      return std::pow(a, b);
+    }
   }
   template <class B>
   TENFERRO_ALWAYS_INLINE static B batch(const B& a, const B& b) {
-    return math::pow(a, b);
+    if constexpr (std::is_integral_v<typename B::value_type>) {
+      return integer::lanes(a, b, [](auto x, auto y) { return integer::pow(x, y); });
+    } else {
+      return math::pow(a, b);
+    }
   }
   template <class A, class C>
   static auto d_lhs(const A& a, const C& b);
@@ -130,9 +174,36 @@ struct pow {
   static auto d_rhs(const A& a, const C& b);
 };
 
+// The remainder of truncating division, with the dividend's sign (C's fmod; C++'s % on
+// integers, see ops/integer.hpp);  ∂/∂a = 1, ∂/∂b = -trunc(a/b), computed as (rem(a, b) - a) / b.
+struct rem {
+  static constexpr bool integral = true;
+  static constexpr std::string_view name = "rem";  // in the op table
+  static constexpr int cost = 8;
+  static constexpr std::string_view symbol = "rem";
+  static constexpr int precedence = 0;
+  template <class T>
+  static T scalar(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      return integer::rem(a, b);
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+  template <class B>
+  static B batch(const B& a, const B& b) {
+    return integer::lanes(a, b, [](auto x, auto y) { return scalar(x, y); });
+  }
+  template <class A, class C>
+  static auto d_lhs(const A&, const C&);
+  template <class A, class C>
+  static auto d_rhs(const A& a, const C& b);
+};
+
 // max(a, b), NaN if either is NaN;  ∂/∂a = [a >= b], ∂/∂b = [a < b], where a NaN operand counts
 // as the larger (the gradient goes to the NaN) and at a tie the whole gradient goes to a.
 struct maximum {
+  static constexpr bool integral = true;
   static constexpr std::string_view name = "maximum";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "maximum";
@@ -154,6 +225,7 @@ struct maximum {
 // min(a, b), NaN if either is NaN;  ∂/∂a = [a <= b], ∂/∂b = [a > b], where a NaN operand counts
 // as the smaller (the gradient goes to the NaN) and at a tie the whole gradient goes to a.
 struct minimum {
+  static constexpr bool integral = true;
   static constexpr std::string_view name = "minimum";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "minimum";
@@ -176,6 +248,7 @@ struct minimum {
 // ∂/∂v = [c != 0]. Masks the points where a derivative formula is inf * 0 but the limit is 0
 // (pow's rules).
 struct where_nonzero {
+  static constexpr bool integral = true;
   static constexpr std::string_view name = "where_nonzero";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "where_nonzero";
@@ -201,6 +274,8 @@ struct where_nonzero {
 // constant). They appear in the derivatives of maximum, minimum and max-reductions.
 template <class Cmp>
 struct indicator {
+  static constexpr bool integral = true;
+  static constexpr bool predicate = is_predicate<Cmp>();         // the IEEE comparisons of logical.hpp
   static constexpr std::string_view name = Cmp::indicator_name;  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = Cmp::symbol;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <tenferro/core/detail/xtensor.hpp>
+#include <tenferro/expr/ops/integer.hpp>
 
 #include <limits>
 #include <string_view>
@@ -18,14 +19,20 @@
 namespace tenferro::expr::ops {
 
 struct sum {
+  static constexpr bool integral = true;  // wraps (ops/integer.hpp)
   static constexpr std::string_view name = "sum";
   template <class T> static constexpr T identity() { return T(0); }
-  template <class V> static V combine(const V& a, const V& b) { return a + b; }
+  template <class V> static V combine(const V& a, const V& b) {
+    if constexpr (std::is_integral_v<V>) return integer::add(a, b); else return a + b;
+  }
 };
 
 struct max {
+  static constexpr bool integral = true;
   static constexpr std::string_view name = "max";
-  template <class T> static constexpr T identity() { return -std::numeric_limits<T>::infinity(); }
+  template <class T> static constexpr T identity() {  // -inf, or the lowest integer
+    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity(); else return std::numeric_limits<T>::lowest();
+  }
   template <class T> static T combine(T a, T b) { return a >= b || !(a == a) ? a : b; }
   template <class T, class A> static xsimd::batch<T, A> combine(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) {
     // NaN wins. xsimd::max(b, a) keeps a's lane when either is NaN (x86's maxpd returns its second

@@ -14,6 +14,7 @@
 #include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/expr/nodes.hpp>
+#include <tenferro/expr/ops/integer.hpp>
 #include <tenferro/expr/ops/math.hpp>
 
 #include <cmath>
@@ -23,11 +24,16 @@ namespace tenferro::expr::ops {
 
 // f(x) = -x;  f'(x) = -1
 struct neg {
+  static constexpr bool integral = true;
   static constexpr int cost = 1;
   static constexpr std::string_view name = "neg";  // printed as -x
   template <class T>
   static T scalar(T x) {
-    return -x;
+    if constexpr (std::is_integral_v<T>) {
+      return integer::neg(x);
+    } else {
+      return -x;
+    }
   }
   template <class B>
   static B batch(const B& x) {
@@ -199,11 +205,16 @@ struct cosh {
 
 // f(x) = |x|;  f'(x) = sign(x); at the kink x = 0 the subgradient 0 is used.
 struct abs {
+  static constexpr bool integral = true;
   static constexpr int cost = 1;
   static constexpr std::string_view name = "abs";
   template <class T>
   static T scalar(T x) {
-    return std::abs(x);
+    if constexpr (std::is_integral_v<T>) {
+      return integer::abs(x);
+    } else {
+      return std::abs(x);
+    }
   }
   template <class B>
   static B batch(const B& x) {
@@ -215,6 +226,7 @@ struct abs {
 
 // f(x) = sign(x) in {-1, 0, 1} (NaN stays NaN);  f'(x) = 0 (the jump at 0 has subgradient 0)
 struct sign {
+  static constexpr bool integral = true;
   static constexpr int cost = 2;
   static constexpr std::string_view name = "sign";
   template <class T>
@@ -232,11 +244,16 @@ struct sign {
 
 // f(x) = x²;  f'(x) = 2x
 struct square {
+  static constexpr bool integral = true;
   static constexpr int cost = 1;
   static constexpr std::string_view name = "square";
   template <class T>
   static T scalar(T x) {
-    return x * x;
+    if constexpr (std::is_integral_v<T>) {
+      return integer::mul(x, x);
+    } else {
+      return x * x;
+    }
   }
   template <class B>
   static B batch(const B& x) {
@@ -298,6 +315,7 @@ struct sigmoid {
 // f(x) = x, with derivative 0: the value flows, the gradient does not (log_sum_exp uses it for
 // its shift by the maximum, whose exact gradient contribution is 0).
 struct stop_gradient {
+  static constexpr bool integral = true;
   static constexpr int cost = 0;
   static constexpr std::string_view name = "stop_gradient";
   template <class T>

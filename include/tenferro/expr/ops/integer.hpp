@@ -1,0 +1,123 @@
+// Integer arithmetic of the ops: what an op's scalar() and batch() do when the compute type is
+// i32 or i64, and which expressions have an integer form at all.
+//
+// Integers wrap modulo 2^bits on overflow, as SIMD lanes do; the scalar forms compute in the
+// unsigned type, so nothing is undefined behaviour (INT_MIN / -1 and -INT_MIN are INT_MIN,
+// |INT_MIN| is INT_MIN). Division truncates toward zero and `rem` has the dividend's sign, as C++
+// and the seed system do. A zero divisor gives a / 0 = 0 and a % 0 = a here (no trap; the
+// identity a == (a / b) * b + a % b still holds); the eager ops check divisors first and throw
+// InvalidArgument. pow(a, b) for b < 0 is the truncated real value: 1 for a = 1, ±1 for a = -1,
+// else 0 (the eager op throws instead, as PyTorch does).
+//
+// An op has an integer form when its struct says `static constexpr bool integral = true`.
+#pragma once
+
+#include <tenferro/core/detail/xtensor.hpp>
+#include <tenferro/expr/fwd.hpp>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace tenferro::expr {
+
+// The element types the compile-time layer computes in.
+template <class T>
+concept Real = std::is_same_v<T, float> || std::is_same_v<T, double>;
+template <class T>
+concept Integer = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>;
+template <class T>
+concept Number = Real<T> || Integer<T>;
+
+namespace ops::integer {
+
+template <class T>
+using unsigned_t = std::make_unsigned_t<T>;
+
+template <class T>
+T add(T a, T b) {
+  return static_cast<T>(static_cast<unsigned_t<T>>(a) + static_cast<unsigned_t<T>>(b));
+}
+template <class T>
+T sub(T a, T b) {
+  return static_cast<T>(static_cast<unsigned_t<T>>(a) - static_cast<unsigned_t<T>>(b));
+}
+template <class T>
+T mul(T a, T b) {
+  return static_cast<T>(static_cast<unsigned_t<T>>(a) * static_cast<unsigned_t<T>>(b));
+}
+template <class T>
+T neg(T a) {
+  return static_cast<T>(unsigned_t<T>(0) - static_cast<unsigned_t<T>>(a));
+}
+template <class T>
+T abs(T a) {
+  return a < 0 ? neg(a) : a;
+}
+template <class T>
+T div(T a, T b) {
+  if (b == 0) return 0;
+  if (b == -1) return neg(a);
+  return a / b;
+}
+template <class T>
+T rem(T a, T b) {
+  if (b == 0) return a;
+  if (b == -1) return 0;
+  return a % b;
+}
+template <class T>
+T pow(T a, T b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  T result = 1;
+  for (T base = a; b != 0; b >>= 1) {
+    if (b & 1) result = mul(result, base);
+    base = mul(base, base);
+  }
+  return result;
+}
+
+// f applied lane by lane (integer division has no SIMD instruction on x86).
+template <class B, class F>
+B lanes(const B& a, const B& b, F f) {
+  using T = typename B::value_type;
+  alignas(B::arch_type::alignment()) T x[B::size], y[B::size];
+  a.store_aligned(x);
+  b.store_aligned(y);
+  for (std::size_t k = 0; k < B::size; ++k) x[k] = f(x[k], y[k]);
+  return B::load_aligned(x);
+}
+
+}  // namespace ops::integer
+
+namespace detail {
+
+template <class Op>
+constexpr bool op_has_integer_form() {
+  if constexpr (requires { Op::integral; }) {
+    return Op::integral;
+  } else {
+    return false;
+  }
+}
+
+template <class E>
+struct integer_form : std::true_type {};  // leaves
+template <class Op, class A>
+struct integer_form<unary<Op, A>> : std::bool_constant<op_has_integer_form<Op>() && integer_form<A>::value> {
+};
+template <class Op, class L, class R>
+struct integer_form<binary<Op, L, R>>
+    : std::bool_constant<op_has_integer_form<Op>() && integer_form<L>::value && integer_form<R>::value> {};
+template <class Op, class A>
+struct integer_form<reduction<Op, A>>
+    : std::bool_constant<op_has_integer_form<Op>() && integer_form<A>::value> {};
+
+}  // namespace detail
+
+// True when every op of E has an integer form: E can be evaluated over i32 and i64 inputs.
+template <class E>
+inline constexpr bool has_integer_form = detail::integer_form<std::remove_cvref_t<E>>::value;
+
+}  // namespace tenferro::expr
