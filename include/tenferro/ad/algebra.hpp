@@ -8,6 +8,7 @@
 #pragma once
 
 #include <tenferro/ad/tensor.hpp>
+#include <tenferro/cpu/complex.hpp>
 #include <tenferro/cpu/fused.hpp>
 #include <tenferro/cpu/layout.hpp>
 #include <tenferro/cpu/reduce.hpp>
@@ -49,6 +50,8 @@ struct kernel_algebra {
   Tensor sum_to(const Tensor& a, const Shape& s) const { return cpu::sum_to(a, s); }
   Tensor matmul(const Tensor& a, const Tensor& b) const { return cpu::matmul(a, b, "matmul"); }
   Tensor cast(const Tensor& a, DType d) const { return cpu::cast(a, d); }
+  Tensor part(const Tensor& z, cpu::complex_part p) const { return cpu::part_of(z, p, "complex part"); }
+  Tensor zero_indicator(const Tensor& v) const { return cpu::zero_indicator(v); }
 
  private:
   template <class Op>
@@ -90,6 +93,23 @@ struct traced_algebra {
   EagerTensor sum_to(const EagerTensor& a, const Shape& s) const { return a.sum_to(s); }
   EagerTensor matmul(const EagerTensor& a, const EagerTensor& b) const { return a.matmul(b); }
   EagerTensor cast(const EagerTensor& a, DType d) const { return a.to(d); }
+  EagerTensor part(const EagerTensor& z, cpu::complex_part p) const {
+    switch (p) {
+      case cpu::complex_part::conj:
+        return z.conj();
+      case cpu::complex_part::real:
+        return z.real();
+      case cpu::complex_part::imag:
+        return z.imag();
+      case cpu::complex_part::abs:
+        break;
+    }
+    return z.abs();
+  }
+  EagerTensor zero_indicator(const EagerTensor& v) const {
+    const auto zero = EagerTensor::from_tensor_in(Tensor::zeros({}, v.dtype()), runtime);
+    return v.eq(zero).to(v.dtype());
+  }
 };
 
 }  // namespace tenferro::detail::ad

@@ -7,6 +7,7 @@
 // Under TENFERRO_SEPARATE_COMPILATION the op definitions are compiled once (core/detail/config.hpp).
 #pragma once
 
+#include <tenferro/ad/complex_rules.hpp>
 #include <tenferro/ad/ops/expression.hpp>
 #include <tenferro/ad/rules.hpp>
 #include <tenferro/core/detail/config.hpp>
@@ -62,6 +63,26 @@ TENFERRO_INLINE void check_integer_operand(std::string_view op, std::span<const 
                  exponent ? ") holds a negative exponent: an integer power takes exponents >= 0"
                           : ") holds a zero: an integer division by zero has no value"});
   }
+}
+
+// Part p of a complex tensor (conj, real, imag, abs) as a node of its entry.
+TENFERRO_INLINE EagerTensor complex_part_op(const EagerTensor& z, cpu::complex_part p,
+                                            std::string_view name) {
+  Tensor value =
+      z.context()->backend().run(z.size(), [&] { return cpu::part_of(z.materialized(), p, name); });
+  const complex_part_rule rule{p, z.dtype()};
+  const std::span<const EagerTensor> in(&z, 1);
+  switch (p) {
+    case cpu::complex_part::conj:
+      return record_rule<"conj">(in, std::move(value), rule);
+    case cpu::complex_part::real:
+      return record_rule<"real">(in, std::move(value), rule);
+    case cpu::complex_part::imag:
+      return record_rule<"imag">(in, std::move(value), rule);
+    case cpu::complex_part::abs:
+      break;
+  }
+  return record_rule<"complex_abs">(in, std::move(value), rule);
 }
 
 }  // namespace detail::ad
@@ -164,7 +185,21 @@ TENFERRO_INLINE EagerTensor EagerTensor::minimum(const EagerTensor& o) const {
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::neg() const { return detail::ad::unary_op<expr::ops::neg>(*this); }
-TENFERRO_INLINE EagerTensor EagerTensor::abs() const { return detail::ad::unary_op<expr::ops::abs>(*this); }
+TENFERRO_INLINE EagerTensor EagerTensor::abs() const {
+  if (is_complex(dtype())) return detail::ad::complex_part_op(*this, cpu::complex_part::abs, "abs");
+  return detail::ad::unary_op<expr::ops::abs>(*this);
+}
+TENFERRO_INLINE EagerTensor EagerTensor::conj() const {
+  if (!is_complex(dtype())) return *this;
+  return detail::ad::complex_part_op(*this, cpu::complex_part::conj, "conj");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::real() const {
+  if (!is_complex(dtype())) return *this;
+  return detail::ad::complex_part_op(*this, cpu::complex_part::real, "real");
+}
+TENFERRO_INLINE EagerTensor EagerTensor::imag() const {
+  return detail::ad::complex_part_op(*this, cpu::complex_part::imag, "imag");
+}
 TENFERRO_INLINE EagerTensor EagerTensor::sign() const { return detail::ad::unary_op<expr::ops::sign>(*this); }
 TENFERRO_INLINE EagerTensor EagerTensor::exp() const { return detail::ad::unary_op<expr::ops::exp>(*this); }
 TENFERRO_INLINE EagerTensor EagerTensor::log() const { return detail::ad::unary_op<expr::ops::log>(*this); }
@@ -289,12 +324,6 @@ TENFERRO_INLINE EagerTensor EagerTensor::sum_to(const Shape& shape) const {
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::to(DType dtype) const {
-  if (is_complex(dtype) || is_complex(this->dtype())) {
-    throw Error(ErrorKind::Unsupported, "to",
-                "converting a tensor of shape " + format_shape(shape()) + " from " +
-                    std::string(dtype_name(this->dtype())) + " to " + std::string(dtype_name(dtype)) +
-                    ": complex dtypes have no kernels yet");
-  }
   return detail::ad::record_rule<"to">(std::span(this, 1), cpu::cast(materialized(), dtype),
                                        detail::ad::cast_rule{this->dtype(), dtype});
 }

@@ -118,6 +118,12 @@ class EagerTensor {
   EagerTensor maximum(const EagerTensor& other) const;
   EagerTensor minimum(const EagerTensor& other) const;
 
+  // Complex parts: conj (a real tensor: itself), real (a real tensor: itself) and imag (complex
+  // tensors only), the last two in the real dtype of the same width.
+  EagerTensor conj() const;
+  EagerTensor real() const;
+  EagerTensor imag() const;
+
   // Comparisons (IEEE: false where an operand is NaN, except ne) and logical ops (nonzero is
   // true), of any real dtype, broadcasting; the result is Bool and never tracks grad.
   EagerTensor eq(const EagerTensor& other) const;
@@ -132,7 +138,7 @@ class EagerTensor {
   EagerTensor logical_not() const;
 
   EagerTensor neg() const;
-  EagerTensor abs() const;
+  EagerTensor abs() const;  // of a complex tensor: its modulus, in the real dtype
   EagerTensor sign() const;
   EagerTensor exp() const;
   EagerTensor log() const;
@@ -171,9 +177,10 @@ class EagerTensor {
   EagerTensor matmul(const EagerTensor& other) const;
   // NumPy broadcast to a larger shape, and its adjoint (sum over the broadcast axes).
   EagerTensor broadcast_to(const Shape& shape) const;
-  // The same values as another real dtype (f32, f64, i32, i64, bool): floating to integer
-  // truncates toward zero and saturates (NaN gives 0), anything to bool is != 0. Between floating
-  // dtypes the cotangent converts back; an integer or Bool result does not track grad.
+  // The same values as another dtype: floating to integer truncates toward zero and saturates
+  // (NaN gives 0), anything to bool is != 0, complex to real keeps the real part. Between floating
+  // and complex dtypes the cotangent converts back (to a real input: its real part); an integer or
+  // Bool result does not track grad.
   EagerTensor to(DType dtype) const;
   EagerTensor sum_to(const Shape& shape) const;
 

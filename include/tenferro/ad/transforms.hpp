@@ -230,6 +230,11 @@ inline void check_scalar(std::string_view op, const EagerTensor& output) {
                     std::to_string(output.size()) +
                     " elements); a gradient needs a scalar (one element): reduce it first, or use vjp");
   }
+  if (is_complex(output.dtype())) {
+    throw Error(ErrorKind::DtypeMismatch, std::string(op),
+                "the output has dtype " + std::string(dtype_name(output.dtype())) +
+                    "; a gradient needs a real loss: take real(), imag() or abs() first, or use vjp");
+  }
 }
 
 inline void check_same_runtime(std::string_view op, const EagerRuntime* rt,

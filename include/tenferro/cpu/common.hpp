@@ -6,10 +6,12 @@
 #include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
 #include <tenferro/core/shape.hpp>
+#include <tenferro/expr/element.hpp>
 #include <tenferro/tensor/tensor.hpp>
 #include <tenferro/tensor/typed_tensor.hpp>
 
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -29,48 +31,62 @@ decltype(auto) visit_real(DType dtype, F&& f) {
   return f(double{});
 }
 
-// Calls f with a value of the compute type of `dtype`: float, double, std::int32_t, std::int64_t
-// (F32, F64, I32, I64); with `Integers` false, the integer dtypes are never passed (visit_real).
-template <bool Integers = true, class F>
-decltype(auto) visit_number(DType dtype, F&& f) {
-  if constexpr (Integers) {
+// Which dtypes an op has kernels for, besides f32 and f64.
+struct kernel_dtypes {
+  bool integers = false;  // i32 and i64 (bool operands compute as i32)
+  bool complex = false;   // c32 and c64
+};
+inline constexpr kernel_dtypes floating_kernels{};
+inline constexpr kernel_dtypes integer_kernels{.integers = true};
+inline constexpr kernel_dtypes complex_kernels{.complex = true};
+inline constexpr kernel_dtypes every_kernel{.integers = true, .complex = true};
+
+// Calls f with a value of the compute type of `dtype`: float, double, std::int32_t, std::int64_t,
+// std::complex<float>, std::complex<double>; dtypes K has no kernels for are never passed (f32
+// and f64 always are).
+template <kernel_dtypes K = every_kernel, class F>
+decltype(auto) visit_compute(DType dtype, F&& f) {
+  if constexpr (K.integers) {
     if (dtype == DType::I32) return f(std::int32_t{});
     if (dtype == DType::I64) return f(std::int64_t{});
+  }
+  if constexpr (K.complex) {
+    if (dtype == DType::C32) return f(std::complex<float>{});
+    if (dtype == DType::C64) return f(std::complex<double>{});
   }
   return visit_real(dtype, std::forward<F>(f));
 }
 
 // The dtype an op on these inputs computes in: promote_types over them (docs/eager.md), where a
-// result of Bool (every input Bool) computes in I32. `integers`: the op has integer kernels (i32,
-// i64; bool operands count as integers). Throws Unsupported naming the op, the argument and its
-// dtype for a dtype it has no kernels for.
-inline DType promote(std::string_view op, std::span<const Tensor> in, bool integers = false) {
-  auto refuse = [&](std::size_t k) {
-    const DType d = in[k].dtype();
-    throw Error(
-        ErrorKind::Unsupported, std::string(op),
-        "argument " + std::to_string(k) + " of shape " + format_shape(in[k].shape()) + " has dtype " +
-            std::string(dtype_name(d)) +
-            (integers ? "; this op takes f32, f64, i32, i64 and bool" : "; this op takes f32 and f64"));
+// result of Bool (every input Bool) computes in I32. `k`: the dtypes the op has kernels for (bool
+// operands count as integers). Throws Unsupported naming the op, the argument and its dtype for
+// a dtype it has no kernels for.
+inline DType promote(std::string_view op, std::span<const Tensor> in, kernel_dtypes k = floating_kernels) {
+  auto refuse = [&](std::size_t a) {
+    const DType d = in[a].dtype();
+    throw Error(ErrorKind::Unsupported, std::string(op),
+                "argument " + std::to_string(a) + " of shape " + format_shape(in[a].shape()) + " has dtype " +
+                    std::string(dtype_name(d)) + "; this op takes f32, f64" +
+                    (k.integers ? ", i32, i64, bool" : "") + (k.complex ? ", c32, c64" : ""));
   };
   DType out = in.empty() ? DType::F32 : in[0].dtype();
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    const DType d = in[k].dtype();
-    if (is_complex(d) || (!integers && !is_floating(d))) refuse(k);
+  for (std::size_t a = 0; a < in.size(); ++a) {
+    const DType d = in[a].dtype();
+    if ((is_complex(d) && !k.complex) || ((is_integer(d) || d == DType::Bool) && !k.integers)) refuse(a);
     out = promote_types(out, d);
   }
   return out == DType::Bool ? DType::I32 : out;
 }
 
-// The floating dtype a derivative kernel over `in` computes in: promote() over them, integer and
-// bool inputs taking part as numbers (the n of d(w * n)/dw). Throws Unsupported naming the op
-// when the inputs promote to an integer or bool dtype (derivatives are floating).
-inline DType promote_floating(std::string_view op, std::span<const Tensor> in) {
-  const DType out = promote(op, in, true);
-  if (!is_floating(out)) {
+// The floating (or complex, with `complex`) dtype a derivative kernel over `in` computes in:
+// promote() over them, integer and bool inputs taking part as numbers (the n of d(w * n)/dw).
+// Throws Unsupported naming the op when they promote to an integer or bool dtype.
+inline DType promote_floating(std::string_view op, std::span<const Tensor> in, bool complex = false) {
+  const DType out = promote(op, in, {.integers = true, .complex = complex});
+  if (!is_floating(out) && !is_complex(out)) {
     throw Error(ErrorKind::Unsupported, std::string(op),
                 "the inputs promote to " + std::string(dtype_name(out)) +
-                    ": derivatives are computed in f32 and f64");
+                    ": derivatives are computed in f32, f64, c32 and c64");
   }
   return out;
 }
@@ -79,41 +95,37 @@ namespace detail {
 
 // v as a To: a number converts as C++ does, except that a floating value going to an integer
 // truncates toward zero and saturates at the integer's range (NaN gives 0) instead of being
-// undefined; anything going to bool is v != 0 (NaN gives true).
+// undefined; anything going to bool is v != 0 (NaN gives true); a complex value going to a real
+// dtype gives its real part (as the gradient of a real input of a complex computation does).
 template <class To, class From>
 To convert_element(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (expr::Complex<From> && expr::Complex<To>) {
+    using R = typename To::value_type;
+    return To(static_cast<R>(v.real()), static_cast<R>(v.imag()));
+  } else if constexpr (expr::Complex<From>) {
+    return convert_element<To>(v.real());
+  } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
     if (!(v == v)) return 0;
     if (v <= From(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
     if (v >= From(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
     return static_cast<To>(v);
+  } else if constexpr (expr::Complex<To>) {
+    return To(static_cast<typename To::value_type>(v));
   } else {
     return static_cast<To>(v);
   }
 }
 
-// Calls f with a value of the element type of a real dtype (every dtype but C32 and C64).
-// Throws Unsupported naming op for a complex dtype.
-template <class F>
-decltype(auto) visit_real_element(DType dtype, std::string_view op, F&& f) {
-  if (dtype == DType::Bool) return f(bool{});
-  if (is_complex(dtype)) {
-    throw Error(ErrorKind::Unsupported, std::string(op),
-                "dtype " + std::string(dtype_name(dtype)) + " has no kernels yet");
-  }
-  return visit_number(dtype, std::forward<F>(f));
-}
-
 }  // namespace detail
 
 // `t` converted to dtype `to` (detail::convert_element); t itself (no copy) when it already has
-// that dtype. Both dtypes real (not complex).
+// that dtype.
 inline Tensor cast(const Tensor& t, DType to) {
   if (t.dtype() == to) return t;
-  return detail::visit_real_element(to, "cast", [&]<class T>(T) {
-    return detail::visit_real_element(t.dtype(), "cast", [&]<class S>(S) {
+  return tenferro::detail::visit_dtype(to, [&]<class T>(T) {
+    return tenferro::detail::visit_dtype(t.dtype(), [&]<class S>(S) {
       const auto& src = t.array<S>();
       auto out = tenferro::detail::new_array<T>("cast", src.shape());
       std::transform(src.data(), src.data() + src.size(), out.data(),

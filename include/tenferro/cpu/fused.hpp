@@ -18,6 +18,7 @@
 #include <tenferro/cpu/backend.hpp>
 #include <tenferro/cpu/common.hpp>
 #include <tenferro/expr.hpp>
+#include <tenferro/tensor/typed_tensor.hpp>
 
 #include <algorithm>
 #include <array>
@@ -35,6 +36,10 @@ static_assert(CpuBackend::serial_elements == expr::detail::chunk_elements,
 template <class E>
 struct fused_kernels {
   static constexpr std::size_t arity = expr::arity<E>;
+  // The dtypes of the forward kernel and of the derivative kernels (which are never integer).
+  static constexpr kernel_dtypes forward_dtypes{.integers = expr::has_integer_form<E>,
+                                                .complex = expr::has_complex_form<E>};
+  static constexpr bool complex_derivatives = expr::complex_differentiable<E>;
 
   // The value of e: a rank-0 tensor for a scalar e, else a tensor of the broadcast shape.
   static Tensor forward(const E& e, std::span<const Tensor> in, std::string_view op);
@@ -96,7 +101,7 @@ decltype(auto) with_typed(std::span<const Tensor> in, F&& f) {
 }
 
 template <class T>
-Tensor to_tensor(T value) requires std::is_arithmetic_v<T> {
+Tensor to_tensor(T value) requires expr::Number<T> {
   return scalar_tensor<T>(value);
 }
 template <class T>
@@ -104,9 +109,11 @@ Tensor to_tensor(column_major_array<T>&& value) {
   return Tensor(std::move(value));
 }
 
-// Each gradient of a tuple as a Tensor of its input's dtype, scaled by `scale` unless it is 1.
+// Each gradient of a tuple as a Tensor of its input's dtype (a real input of a complex
+// computation: the real part), scaled by `scale` unless it is 1, then conjugated when `conjugate`.
 template <class T, class Tuple>
-std::vector<Tensor> gradient_tensors(Tuple&& grads, std::span<const Tensor> in, T scale = T(1)) {
+std::vector<Tensor> gradient_tensors(Tuple&& grads, std::span<const Tensor> in, T scale = T(1),
+                                     bool conjugate = false) {
   std::vector<Tensor> out;
   out.reserve(in.size());
   std::apply(
@@ -114,6 +121,9 @@ std::vector<Tensor> gradient_tensors(Tuple&& grads, std::span<const Tensor> in, 
         ((scale != T(1) ? void(std::for_each(g.data(), g.data() + g.size(), [&](T& v) { v *= scale; }))
                         : void()),
          ...);
+        if constexpr (expr::Complex<T>) {
+          if (conjugate) (std::for_each(g.data(), g.data() + g.size(), [](T& v) { v = std::conj(v); }), ...);
+        }
         (out.push_back(Tensor(std::move(g))), ...);
       },
       grads);
@@ -143,13 +153,12 @@ void check_arity(std::span<const Tensor> in, std::string_view op) {
 template <class E>
 Tensor fused_kernels<E>::forward(const E& e, std::span<const Tensor> in, std::string_view op) {
   detail::check_arity<arity>(in, op);
-  constexpr bool integers = expr::has_integer_form<E>;
-  const DType dtype = promote(op, in, integers);
+  const DType dtype = promote(op, in, forward_dtypes);
   Tensor out = [&] {
     if constexpr (!expr::is_scalar<E>) {
       if (detail::same_dtype_and_shape(in) && in[0].dtype() == dtype) {  // built in place
-        return visit_number<integers>(dtype, [&]<class T>(T) {
-          expr::detail::check_integer_expression<T>(op, e);
+        return visit_compute<forward_dtypes>(dtype, [&]<class T>(T) {
+          expr::detail::check_compute_type<T>(op, e);
           Tensor r = Tensor::for_overwrite<T>(in[0].extents());
           [&]<std::size_t... K>(std::index_sequence<K...>) {
             expr::detail::eval_into(r.mutable_array<T>(), e, in[K].array<T>()...);
@@ -160,9 +169,9 @@ Tensor fused_kernels<E>::forward(const E& e, std::span<const Tensor> in, std::st
       }
     }
     if constexpr (arity > 1) broadcast_shapes(op, in);
-    return visit_number<integers>(dtype, [&]<class T>(T) {
+    return visit_compute<forward_dtypes>(dtype, [&]<class T>(T) {
       return detail::with_typed<T, arity>(in, [&](const auto&... x) {
-        expr::detail::check_integer_expression<T>(op, e);
+        expr::detail::check_compute_type<T>(op, e);
         return detail::to_tensor(expr::eval(e, x...));
       });
     });
@@ -189,7 +198,30 @@ template <class E>
 std::vector<Tensor> fused_kernels<E>::vjp(const E& e, std::span<const Tensor> in, const Tensor& cotangent,
                                           std::string_view op) {
   detail::check_arity<arity>(in, op);
-  const DType dtype = promote_floating(op, in);
+  const DType dtype = promote_floating(op, in, complex_derivatives);
+  if constexpr (complex_derivatives) {
+    if (is_complex(dtype)) {
+      // PyTorch's convention: the cotangent of z is conj(J)^T c = conj(J^T conj(c)) (the plain
+      // derivative of the compile-time layer, conjugated around).
+      return visit_compute<complex_kernels>(dtype, [&]<class T>(T) {
+        if constexpr (expr::Complex<T>) {
+          const TypedTensor<T> c = typed_as<T>(cotangent);
+          auto conj_c = tenferro::detail::new_array<T>("vjp", c.array().shape());
+          std::transform(c.as_slice().begin(), c.as_slice().end(), conj_c.data(),
+                         [](T v) { return std::conj(v); });
+          return detail::with_typed<T, arity>(in, [&](const auto&... x) {
+            if constexpr (expr::is_scalar<E>) {
+              return detail::gradient_tensors<T>(expr::grad(e, x...), in, conj_c.data()[0], true);
+            } else {
+              return detail::gradient_tensors<T>(expr::vjp(e, conj_c, x...), in, T(1), true);
+            }
+          });
+        } else {
+          return std::vector<Tensor>{};  // never: dtype is complex
+        }
+      });
+    }
+  }
   if constexpr (!expr::is_scalar<E>) {
     if (detail::same_dtype_and_shape(in) && cotangent.dtype() == dtype &&
         std::ranges::equal(cotangent.extents(), in[0].extents())) {  // gradients built in place
@@ -224,8 +256,8 @@ template <class E>
 Tensor fused_kernels<E>::jvp(const E& e, std::span<const Tensor> in, std::span<const Tensor* const> tangents,
                              std::string_view op) {
   detail::check_arity<arity>(in, op);
-  const DType dtype = promote_floating(op, in);
-  return visit_real(dtype, [&]<class T>(T) {
+  const DType dtype = promote_floating(op, in, complex_derivatives);  // holomorphic: J t as it is
+  return visit_compute<kernel_dtypes{.complex = complex_derivatives}>(dtype, [&]<class T>(T) {
     auto tangent = [&](std::size_t k) {
       return tangents[k] ? typed_as<T>(*tangents[k])
                          : Tensor::zeros(in[k].shape(), dtype_of<T>).template typed<T>();

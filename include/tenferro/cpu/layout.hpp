@@ -104,7 +104,7 @@ inline void add_into(Tensor& acc, const Tensor& b) {
     acc = elementwise<expr::ops::add>(acc, b, "add");
     return;
   }
-  visit_number(acc.dtype(), [&]<class T>(T) {
+  visit_compute(acc.dtype(), [&]<class T>(T) {
     auto& a = acc.mutable_array<T>();
     const T* src = b.array<T>().data();
     T* dst = a.data();
@@ -115,9 +115,9 @@ inline void add_into(Tensor& acc, const Tensor& b) {
 // The adjoint of broadcast_to: x (of a shape `shape` broadcasts to) summed back to `shape`.
 inline Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  promote("sum_to", std::span(&x, 1), true);
+  promote("sum_to", std::span(&x, 1), every_kernel);
   if (x.dtype() == DType::Bool) return sum_to(cast(x, DType::I64), shape);
-  return visit_number(
+  return visit_compute(
       x.dtype(), [&]<class T>(T) { return Tensor(expr::detail::reduce_to_shape<T>(x.array<T>(), shape)); });
 }
 

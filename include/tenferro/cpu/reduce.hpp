@@ -80,9 +80,11 @@ void for_each_slot(const column_major_array<T>& x, const std::vector<bool>& mask
 // (no identity to return, as in NumPy and PyTorch): InvalidArgument naming the axis and the shape.
 // An empty sum is 0, an empty product 1, an empty mean NaN.
 // Dtypes: f32 and f64; i32 and i64 (sum and prod wrap; no mean); bool, whose sum and product count
-// in i64 and whose max and min are Bool (any, all).
+// in i64 and whose max and min are Bool (any, all); c32 and c64 (sum and mean only).
 inline Tensor reduce(Reduce r, const Tensor& x_in, const std::vector<bool>& mask, std::string_view op) {
-  promote(op, std::span(&x_in, 1), r != Reduce::mean);
+  // Complex values have sums (and means), no order and no product here.
+  const bool complex_ok = r == Reduce::sum || r == Reduce::mean;
+  promote(op, std::span(&x_in, 1), {.integers = r != Reduce::mean, .complex = complex_ok});
   if (x_in.dtype() == DType::Bool) {
     if (r == Reduce::sum || r == Reduce::prod) return reduce(r, cast(x_in, DType::I64), mask, op);
     return cast(reduce(r, cast(x_in, DType::I32), mask, op), DType::Bool);
@@ -99,59 +101,74 @@ inline Tensor reduce(Reduce r, const Tensor& x_in, const std::vector<bool>& mask
     }
   }
   const bool all = std::all_of(mask.begin(), mask.end(), [](bool b) { return b; });
-  return visit_number(x.dtype(), [&]<class T>(T) {
+  return visit_compute(x.dtype(), [&]<class T>(T) {
     const auto& a = x.array<T>();
     if (all && (r == Reduce::sum || r == Reduce::mean)) {  // the fused SIMD reduction
       const Tensor total = fused_kernels<sum_expr>::forward(sum_expr(expr::arg<0>{}), std::span(&x, 1), op);
       if (r == Reduce::sum) return total;
-      if constexpr (std::is_floating_point_v<T>) {
-        if (a.size() == 0) return scalar_tensor<T>(std::numeric_limits<T>::quiet_NaN());
-        return scalar_tensor<T>(total.as_slice<T>()[0] / static_cast<T>(a.size()));
+      if constexpr (!std::is_integral_v<T>) {
+        using R = expr::real_t<T>;
+        if (a.size() == 0) return scalar_tensor<T>(T(std::numeric_limits<R>::quiet_NaN()));
+        return scalar_tensor<T>(total.as_slice<T>()[0] / static_cast<R>(a.size()));
       }
     }
-    if (all && r == Reduce::max) {
-      return fused_kernels<max_expr>::forward(max_expr(expr::arg<0>{}), std::span(&x, 1), op);
-    }
-    if constexpr (std::is_floating_point_v<T>) {  // min = -max(-x) is not exact for integers
-      if (all && r == Reduce::min) {
-        return fused_kernels<min_expr>::forward(expr::min(expr::arg<0>{}), std::span(&x, 1), op);
+    if constexpr (expr::Complex<T>) {  // a sum or a mean over some axes
+      auto out = tenferro::detail::new_array<T>(op, reduced_shape(shape, mask));
+      std::fill(out.data(), out.data() + out.size(), T(0));
+      T* acc = out.data();
+      detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) { acc[s] += v; });
+      if (r == Reduce::mean && out.size() != 0) {
+        const auto count = static_cast<expr::real_t<T>>(a.size() / out.size());
+        for (std::size_t i = 0; i < out.size(); ++i) acc[i] /= count;
       }
+      return Tensor(std::move(out));
+    } else {
+      if (all && r == Reduce::max) {
+        return fused_kernels<max_expr>::forward(max_expr(expr::arg<0>{}), std::span(&x, 1), op);
+      }
+      if constexpr (std::is_floating_point_v<T>) {  // min = -max(-x) is not exact for integers
+        if (all && r == Reduce::min) {
+          return fused_kernels<min_expr>::forward(expr::min(expr::arg<0>{}), std::span(&x, 1), op);
+        }
+      }
+      using limits = std::numeric_limits<T>;
+      const T init = r == Reduce::sum || r == Reduce::mean ? T(0)
+                     : r == Reduce::prod                   ? T(1)
+                     : r == Reduce::max ? (limits::has_infinity ? -limits::infinity() : limits::lowest())
+                                        : (limits::has_infinity ? limits::infinity() : limits::max());
+      auto out = tenferro::detail::new_array<T>(op, reduced_shape(shape, mask));
+      std::fill(out.data(), out.data() + out.size(), init);
+      T* acc = out.data();
+      switch (r) {
+        case Reduce::sum:
+        case Reduce::mean:
+          detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) {
+            acc[s] = expr::ops::add::scalar(acc[s], v);
+          });
+          break;
+        case Reduce::prod:
+          detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) {
+            acc[s] = expr::ops::mul::scalar(acc[s], v);
+          });
+          break;
+        case Reduce::max:  // NaN propagates: once a slot holds NaN it keeps it
+          detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) {
+            if (!(v <= acc[s]) && acc[s] == acc[s]) acc[s] = v;
+          });
+          break;
+        case Reduce::min:
+          detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) {
+            if (!(v >= acc[s]) && acc[s] == acc[s]) acc[s] = v;
+          });
+          break;
+      }
+      if (r == Reduce::mean) {
+        const std::size_t kept = out.size();
+        const T count = kept == 0 ? T(0) : static_cast<T>(a.size() / kept);
+        for (std::size_t i = 0; i < out.size(); ++i) acc[i] /= count;
+      }
+      return Tensor(std::move(out));
     }
-    using limits = std::numeric_limits<T>;
-    const T init = r == Reduce::sum || r == Reduce::mean ? T(0)
-                   : r == Reduce::prod                   ? T(1)
-                   : r == Reduce::max ? (limits::has_infinity ? -limits::infinity() : limits::lowest())
-                                      : (limits::has_infinity ? limits::infinity() : limits::max());
-    auto out = tenferro::detail::new_array<T>(op, reduced_shape(shape, mask));
-    std::fill(out.data(), out.data() + out.size(), init);
-    T* acc = out.data();
-    switch (r) {
-      case Reduce::sum:
-      case Reduce::mean:
-        detail::for_each_slot(
-            a, mask, [&](T v, std::ptrdiff_t s, std::size_t) { acc[s] = expr::ops::add::scalar(acc[s], v); });
-        break;
-      case Reduce::prod:
-        detail::for_each_slot(
-            a, mask, [&](T v, std::ptrdiff_t s, std::size_t) { acc[s] = expr::ops::mul::scalar(acc[s], v); });
-        break;
-      case Reduce::max:  // NaN propagates: once a slot holds NaN it keeps it
-        detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) {
-          if (!(v <= acc[s]) && acc[s] == acc[s]) acc[s] = v;
-        });
-        break;
-      case Reduce::min:
-        detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) {
-          if (!(v >= acc[s]) && acc[s] == acc[s]) acc[s] = v;
-        });
-        break;
-    }
-    if (r == Reduce::mean) {
-      const std::size_t kept = out.size();
-      const T count = kept == 0 ? T(0) : static_cast<T>(a.size() / kept);
-      for (std::size_t i = 0; i < out.size(); ++i) acc[i] /= count;
-    }
-    return Tensor(std::move(out));
   });
 }
 
@@ -199,17 +216,21 @@ inline Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) 
   });
 }
 
-// True when any element of x is exactly zero / is negative (real dtypes).
+// True when any element of x is exactly zero / is negative (never, for a complex x).
 inline bool has_zero(const Tensor& x) {
-  return detail::visit_real_element(x.dtype(), "has_zero", [&]<class T>(T) {
+  return tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
     const auto s = x.as_slice<T>();
     return std::find(s.begin(), s.end(), T(0)) != s.end();
   });
 }
 inline bool has_negative(const Tensor& x) {
-  return detail::visit_real_element(x.dtype(), "has_negative", [&]<class T>(T) {
-    const auto s = x.as_slice<T>();
-    return std::any_of(s.begin(), s.end(), [](T v) { return v < T(0); });
+  return tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
+    if constexpr (expr::Complex<T> || std::is_same_v<T, bool>) {
+      return false;
+    } else {
+      const auto s = x.as_slice<T>();
+      return std::any_of(s.begin(), s.end(), [](T v) { return v < T(0); });
+    }
   });
 }
 

@@ -43,7 +43,7 @@ struct expression_rules {
       if constexpr (Kind == node_kind::primitive && output_rule<E>::exists) {
         std::vector<std::optional<Tensor>> out(1);
         if (!needed[0]) return out;
-        if (cotangent.size() == output.size()) {
+        if (cotangent.size() == output.size() && !is_complex(output.dtype())) {  // complex: conjugated
           const auto& x = n.inputs()[0];
           out[0] = output_rule<E>::apply(x->runtime->backend(), output, cotangent, x->dtype(), n.name());
           return out;
@@ -56,6 +56,20 @@ struct expression_rules {
   static std::vector<std::optional<EagerTensor>> vjp_traced(const node& n, const EagerTensor& output,
                                                             const EagerTensor& cotangent,
                                                             const std::vector<bool>& needed) {
+    if (is_complex(output.dtype())) {
+      // PyTorch's convention: conj(J^T conj(c)), J^T c being what the rules below record.
+      auto out = plain_vjp_traced(n, output, cotangent.conj(), needed);
+      for (auto& g : out) {
+        if (g) g = g->conj();
+      }
+      return out;
+    }
+    return plain_vjp_traced(n, output, cotangent, needed);
+  }
+
+  static std::vector<std::optional<EagerTensor>> plain_vjp_traced(const node& n, const EagerTensor& output,
+                                                                  const EagerTensor& cotangent,
+                                                                  const std::vector<bool>& needed) {
     if constexpr (Kind == node_kind::primitive && output_rule<E>::exists) {
       if (cotangent.shape() == output.shape()) {  // f'(y) * g over the output
         std::vector<std::optional<EagerTensor>> out(1);
@@ -274,7 +288,8 @@ EagerTensor record_expression(std::string_view op, const E& e, std::span<const E
   }
   const auto& rt = common_runtime(op, in);
   const op_def& def = expression_def<E, Kind>();
-  const bool record = !def.predicate && is_floating(promoted_dtype(in)) && should_record(in);
+  const DType dtype = promoted_dtype(in);
+  const bool record = !def.predicate && (is_floating(dtype) || is_complex(dtype)) && should_record(in);
   if constexpr (Kind == node_kind::primitive && is_primitive_expr<E>) {
     if (!def.predicate && can_defer(in)) return defer(def, attributes_of(e), in, rt, record);
   }
@@ -282,7 +297,7 @@ EagerTensor record_expression(std::string_view op, const E& e, std::span<const E
   auto run = [&](std::span<const Tensor> values) {
     return rt->backend().run(largest_size(in), [&] {
       if constexpr (expr::is_scalar<E> && Kind != node_kind::derived) {
-        if (record) return cpu::fused_kernels<E>::value_and_grad(e, values, grads, op);
+        if (record && is_floating(dtype)) return cpu::fused_kernels<E>::value_and_grad(e, values, grads, op);
       }
       return cpu::fused_kernels<E>::forward(e, values, op);
     });

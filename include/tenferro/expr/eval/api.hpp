@@ -16,6 +16,17 @@
 
 namespace tenferro::expr {
 
+// True when E and the derivatives of E (with respect to each of its placeholders) have complex
+// forms: value_and_grad, vjp and jvp then take complex inputs and give the plain (holomorphic)
+// derivative, sum_i c_i f_i'(z) without conjugation (the eager runtime applies PyTorch's
+// convention on top of it).
+template <class E>
+inline constexpr bool complex_differentiable =
+    has_complex_form<E>&&[]<std::size_t... K>(std::index_sequence<K...>) {
+  return (has_complex_form<decltype(detail::vjp_expr<K>(std::declval<const E&>(), one{}))> && ...);
+}
+(std::make_index_sequence<arity<E>>{});
+
 // value_and_grad's result: `auto [value, grads] = value_and_grad(e, x, y);`
 template <class T, class Grads>
 struct value_and_grad_result {
@@ -36,7 +47,7 @@ namespace detail {
 template <class Policy, class E, class... In>
 auto eval_with(const E& e, const In&... in) {
   using T = compute_type_t<In...>;
-  check_integer_expression<T>("eval", e);
+  check_compute_type<T>("eval", e);
   binding<T, In...> b("eval", sizeof...(In), in...);
   if constexpr (is_scalar<E>) {
     T value = 0;
@@ -85,8 +96,10 @@ auto value_and_grad(const E& e, const In&... in) {
       "value_and_grad: the expression must be a scalar: reduce it with sum, mean, dot or log_sum_exp");
   using T = detail::compute_type_t<In...>;
   static_assert(
-      Real<T>,
+      Real<T> || Complex<T>,
       "value_and_grad: derivatives need a floating compute type: convert integer inputs to float or double");
+  static_assert(!Complex<T> || complex_differentiable<E>,
+                "value_and_grad: a derivative rule of this expression has no complex form");
   detail::binding<T, In...> b("value_and_grad", sizeof...(In), in...);
   // The value and the gradients are written where they are returned (a broadcast input's gradient
   // is then replaced by its sum back to the input's shape).
@@ -113,8 +126,10 @@ auto vjp(const E& e, const C& cotangent, const In&... in) {
                 "vjp: the expression uses more placeholders than inputs were given");
   static_assert(!is_scalar<E>, "vjp: the expression is a scalar: use grad (and scale by the cotangent)");
   using T = detail::compute_type_t<In..., C>;
-  static_assert(Real<T>,
+  static_assert(Real<T> || Complex<T>,
                 "vjp: derivatives need a floating compute type: convert integer inputs to float or double");
+  static_assert(!Complex<T> || complex_differentiable<E>,
+                "vjp: a derivative rule of this expression has no complex form");
   constexpr std::size_t N = sizeof...(In);
   if constexpr (ArrayInput<C>) {
     const Shape out = detail::broadcast_shape("vjp", N, in...);
@@ -140,8 +155,10 @@ auto jvp(const E& e, const std::tuple<In...>& inputs, const std::tuple<Tn...>& t
                 "jvp: the expression uses more placeholders than inputs were given");
   constexpr std::size_t N = sizeof...(In);
   using T = detail::compute_type_t<std::remove_cvref_t<In>..., std::remove_cvref_t<Tn>...>;
-  static_assert(Real<T>,
+  static_assert(Real<T> || Complex<T>,
                 "jvp: derivatives need a floating compute type: convert integer inputs to float or double");
+  static_assert(!Complex<T> || complex_differentiable<E>,
+                "jvp: a derivative rule of this expression has no complex form");
   // Each tangent has its input's shape (scalars for scalars).
   [&]<std::size_t... K>(std::index_sequence<K...>) {
     auto check = [&](std::size_t k, const auto& input, const auto& tangent) {

@@ -6,6 +6,7 @@
 #include <tenferro/core/dtype.hpp>
 #include <tenferro/expr/constants.hpp>
 #include <tenferro/expr/eval/binding.hpp>
+#include <tenferro/expr/ops/forms.hpp>
 
 #include <algorithm>
 #include <array>
@@ -28,11 +29,11 @@ namespace tenferro::expr::detail {
                " computation (convert the integer tensors to a floating dtype first)"});
 }
 
-// An evaluation in integer type T: every op of e has an integer form (a compile-time error
-// otherwise) and every constant is a whole number T holds (x * 2 over i32, not x * 2.5; throws
-// InvalidArgument naming op and the number). Nothing for a floating T.
+// An evaluation in compute type T: every op of e has a form for T (a compile-time error
+// otherwise), and for an integer T every constant is a whole number T holds (x * 2 over i32, not
+// x * 2.5; throws InvalidArgument naming op and the number).
 template <class T, class E>
-void check_integer_expression(std::string_view op, const E& e) {
+void check_compute_type(std::string_view op, const E& e) {
   if constexpr (Integer<T>) {
     static_assert(
         has_integer_form<E>,
@@ -44,6 +45,7 @@ void check_integer_expression(std::string_view op, const E& e) {
       }
     }
   } else {
+    static_assert(!Complex<T> || has_complex_form<E>, "an op of this expression has no complex form");
     (void)op, (void)e;
   }
 }
@@ -54,7 +56,7 @@ void check_integer_expression(std::string_view op, const E& e) {
 template <class T, class E, class... In>
 void eval_into(column_major_array<T>& out, const E& e, const In&... in) {
   static_assert(!is_scalar<E>, "eval_into writes an elementwise expression");
-  check_integer_expression<T>("eval_into", e);
+  check_compute_type<T>("eval_into", e);
   if ((fits_in_place<T>(in, out.shape()) && ...)) {
     const std::tuple<leaf_t<T, In>...> leaves{leaf_in_place<T>(in)...};
     run_program_into<simd_policy, T>(leaves, out.size(), std::tie(out), as_array<E>{e});

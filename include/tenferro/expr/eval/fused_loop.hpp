@@ -64,6 +64,14 @@ B lane_indices() {
   return B::load_unaligned(lanes.data());
 }
 
+// The lanes of a batch of B below `count` (B complex: of its real batch, which has as many lanes).
+template <class B>
+auto lanes_below(std::size_t count) {
+  using R = xsimd::batch<real_t<typename B::value_type>, typename B::arch_type>;
+  using RT = typename R::value_type;
+  return lane_indices<R>() < R(static_cast<RT>(count));
+}
+
 template <class Op, class B>
 typename B::value_type horizontal(const B& acc) {
   using T = typename B::value_type;
@@ -169,7 +177,9 @@ TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Store
         using Task = std::tuple_element_t<Sc, Stores>;
         const B v = eval_batch<Task::base, B>(std::get<Sc>(exprs), ctx);
         T* const to = std::get<Sc>(stores).out + (i - std::get<Sc>(stores).from);
-        if (stream) {
+        if constexpr (!requires { typename B::register_type; }) {  // complex: two registers
+          v.store_unaligned(to);
+        } else if (stream) {
           tenferro::detail::stream_register(static_cast<typename B::register_type>(v), to);
         } else {
           v.store_unaligned(to);

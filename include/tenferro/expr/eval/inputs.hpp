@@ -2,18 +2,20 @@
 // broadcast shape, and the leaves the kernels read.
 //
 // Accepted inputs: xtensor containers (xarray, xtensor, fixed, adaptors; any layout) of float,
-// double, int32_t or int64_t, tenferro::TypedTensor of those, and arithmetic scalars. The compute
-// type (compute_type_t) is double when any floating input is double (or a scalar is an integer),
-// float when every floating input is float, and i32 or i64 when every array is an integer array
-// and no scalar is floating (ops/integer.hpp: integers wrap; only ops with an integer form).
+// double, int32_t, int64_t, std::complex<float> or std::complex<double>, tenferro::TypedTensor
+// of those, and arithmetic scalars. The compute type (compute_type_t) is double when any floating
+// input is double (or a scalar is an integer), float when every floating input is float, complex
+// of that when an input is complex, and i32 or i64 when every array is an integer array and no
+// scalar is floating (ops/integer.hpp: integers wrap). Only ops with a form for the compute type
+// (ops/forms.hpp) may appear.
 #pragma once
 
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
 #include <tenferro/core/shape.hpp>
+#include <tenferro/expr/element.hpp>
 #include <tenferro/expr/eval/kernel.hpp>
-#include <tenferro/expr/ops/integer.hpp>
 
 #include <algorithm>
 #include <string>
@@ -67,23 +69,26 @@ struct input_element<In> {
 template <class In>
 using input_element_t = typename input_element<In>::type;
 
-// The compute type. With a floating input (array or scalar): double if any floating input is
-// double or a scalar is an integer, else float; integer arrays do not widen it. Else, with integer
-// arrays: i64 if any is i64, else i32 (integer scalars do not widen it). Scalars alone: double.
+// The compute type. With a floating or complex input (array or scalar): double if any of them is
+// double or complex<double>, or a scalar is an integer, else float; complex of that when any input
+// is complex; integer arrays do not widen it. Else, with integer arrays: i64 if any is i64, else
+// i32 (integer scalars do not widen it). Scalars alone: double.
 template <class... In>
 struct compute_type {
   template <class In1>
-  static constexpr bool floating = Real<input_element_t<In1>>;
+  static constexpr bool floating = Real<real_t<input_element_t<In1>>>;
   template <class In1>
   static constexpr bool integer_array = ArrayInput<In1>&& Integer<input_element_t<In1>>;
   static constexpr bool any_floating = (floating<In> || ...);
+  static constexpr bool any_complex = (Complex<input_element_t<In>> || ...);
   static constexpr bool narrow_floating =
-      ((!floating<In> || std::is_same_v<input_element_t<In>, float>)&&...) &&
+      ((!floating<In> || std::is_same_v<real_t<input_element_t<In>>, float>)&&...) &&
       !((ScalarInput<In> && std::is_integral_v<input_element_t<In>>) || ...);
   static constexpr bool any_integer_array = (integer_array<In> || ...);
   static constexpr bool wide_integer = ((integer_array<In> && sizeof(input_element_t<In>) == 8) || ...);
+  using real = std::conditional_t<narrow_floating, float, double>;
   using type = std::conditional_t<
-      any_floating, std::conditional_t<narrow_floating, float, double>,
+      any_floating, std::conditional_t<any_complex, std::complex<real>, real>,
       std::conditional_t<any_integer_array, std::conditional_t<wide_integer, std::int64_t, std::int32_t>,
                          double>>;
 };

@@ -193,7 +193,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
                             tail_acc, partial, 0, false);
       [&]<std::size_t... J>(std::index_sequence<J...>) {
         ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(
-              acc[J], xsimd::select(lane_indices<B>() < B(static_cast<T>(count)), tail_acc[J],
+              acc[J], xsimd::select(lanes_below<B>(count), tail_acc[J],
                                     B(std::tuple_element_t<J, Reds>::op::template identity<T>())))),
          ...);
       }
@@ -254,7 +254,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       T total = Task::op::template identity<T>();
       for (std::size_t c = 0; c < chunks; ++c) total = Task::op::combine(total, partial[c][from]);
       const auto& task = std::get<Jc>(reds);
-      if constexpr (Integer<T>) {  // never hoisted: exact
+      if constexpr (!Real<T>) {  // never hoisted (run_pass)
         results[Task::id] = total;
       } else {
         results[Task::id] =
@@ -284,41 +284,41 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
 template <class T, class Reds, class Stores, class Leaves>
 void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
               T* results) {
-  if constexpr (Integer<T>) {  // exact: hoisted values and factors are doubles, integer division
-    run_hoisted_pass<T>(reds, stores, leaves, n, results);  // does not distribute
-    return;
-  }
-  const element_context<T, Leaves> ctx{leaves, results, static_cast<T>(n), 0};
-  // A sum keeps its varying part in the loop; a max keeps its body as it is.
-  auto prepare = [&](const auto& r) {
-    using Task = std::remove_cvref_t<decltype(r)>;
-    auto body = hoist<Task::id + 1>(*r.body, ctx);
-    if constexpr (std::is_same_v<typename Task::op, ops::sum>) {
-      return split_sum(body);
-    } else {
-      return affine_sum<decltype(body)>{1.0, 0.0, body};
+  if constexpr (!Real<T>) {  // hoisted values and factors are doubles (and integer division does
+    run_hoisted_pass<T>(reds, stores, leaves, n, results);  // not distribute): integers and
+  } else {                                                  // complex values run as they are
+    const element_context<T, Leaves> ctx{leaves, results, static_cast<T>(n), 0};
+    // A sum keeps its varying part in the loop; a max keeps its body as it is.
+    auto prepare = [&](const auto& r) {
+      using Task = std::remove_cvref_t<decltype(r)>;
+      auto body = hoist<Task::id + 1>(*r.body, ctx);
+      if constexpr (std::is_same_v<typename Task::op, ops::sum>) {
+        return split_sum(body);
+      } else {
+        return affine_sum<decltype(body)>{1.0, 0.0, body};
+      }
+    };
+    const auto bodies = std::apply([&](const auto&... r) { return std::tuple{prepare(r)...}; }, reds);
+    const auto exprs = std::apply(
+        [&](const auto&... t) {
+          return std::tuple{fold_factors(hoist<std::remove_cvref_t<decltype(t)>::base>(*t.expr, ctx))...};
+        },
+        stores);
+    const auto hoisted_reds = [&]<std::size_t... J>(std::index_sequence<J...>) {
+      return std::tuple{
+          reduce_task<std::tuple_element_t<J, Reds>::id, typename std::tuple_element_t<J, Reds>::op,
+                      decltype(std::get<J>(bodies).rest)>{
+              &std::get<J>(bodies).rest, std::get<J>(bodies).scale, std::get<J>(bodies).offset}...};
     }
-  };
-  const auto bodies = std::apply([&](const auto&... r) { return std::tuple{prepare(r)...}; }, reds);
-  const auto exprs = std::apply(
-      [&](const auto&... t) {
-        return std::tuple{fold_factors(hoist<std::remove_cvref_t<decltype(t)>::base>(*t.expr, ctx))...};
-      },
-      stores);
-  const auto hoisted_reds = [&]<std::size_t... J>(std::index_sequence<J...>) {
-    return std::tuple{
-        reduce_task<std::tuple_element_t<J, Reds>::id, typename std::tuple_element_t<J, Reds>::op,
-                    decltype(std::get<J>(bodies).rest)>{&std::get<J>(bodies).rest, std::get<J>(bodies).scale,
-                                                        std::get<J>(bodies).offset}...};
+    (std::make_index_sequence<std::tuple_size_v<Reds>>{});
+    const auto hoisted_stores = [&]<std::size_t... S>(std::index_sequence<S...>) {
+      return std::tuple{store_task<std::tuple_element_t<S, Stores>::base,
+                                   std::tuple_element_t<S, std::remove_const_t<decltype(exprs)>>, T>{
+          &std::get<S>(exprs), std::get<S>(stores).out, std::get<S>(stores).sum}...};
+    }
+    (std::make_index_sequence<std::tuple_size_v<Stores>>{});
+    run_hoisted_pass<T>(hoisted_reds, hoisted_stores, leaves, n, results);
   }
-  (std::make_index_sequence<std::tuple_size_v<Reds>>{});
-  const auto hoisted_stores = [&]<std::size_t... S>(std::index_sequence<S...>) {
-    return std::tuple{store_task<std::tuple_element_t<S, Stores>::base,
-                                 std::tuple_element_t<S, std::remove_const_t<decltype(exprs)>>, T>{
-        &std::get<S>(exprs), std::get<S>(stores).out, std::get<S>(stores).sum}...};
-  }
-  (std::make_index_sequence<std::tuple_size_v<Stores>>{});
-  run_hoisted_pass<T>(hoisted_reds, hoisted_stores, leaves, n, results);
 }
 
 template <class T, class Reds, class Stores, class Leaves>

@@ -39,6 +39,7 @@ constexpr bool is_predicate() {
 
 // a + b;  ∂/∂a = 1, ∂/∂b = 1
 struct add {
+  static constexpr bool complex = true;
   static constexpr bool integral = true;
   static constexpr std::string_view name = "add";  // in the op table
   static constexpr int cost = 1;
@@ -64,6 +65,7 @@ struct add {
 
 // a - b;  ∂/∂a = 1, ∂/∂b = -1
 struct sub {
+  static constexpr bool complex = true;
   static constexpr bool integral = true;
   static constexpr std::string_view name = "sub";  // in the op table
   static constexpr int cost = 1;
@@ -89,6 +91,7 @@ struct sub {
 
 // a * b;  ∂/∂a = b, ∂/∂b = a
 struct mul {
+  static constexpr bool complex = true;
   static constexpr bool integral = true;
   static constexpr std::string_view name = "mul";  // in the op table
   static constexpr int cost = 1;
@@ -114,6 +117,7 @@ struct mul {
 
 // a / b;  ∂/∂a = 1/b, ∂/∂b = -(a/b)/b;  b = 0 gives inf/NaN as IEEE does
 struct div {
+  static constexpr bool complex = true;
   static constexpr bool integral = true;
   static constexpr std::string_view name = "div";  // in the op table
   static constexpr int cost = 4;
@@ -147,6 +151,7 @@ struct div {
 // 0 < b < 1, -inf for b < 0, 1 for b = 1, 0 for b > 1. With a constant exponent (pow(e, 2.5))
 // only ∂/∂a is ever built, so a may be any value where a^b is real.
 struct pow {
+  static constexpr bool complex = true;
   static constexpr bool integral = true;
   static constexpr std::string_view name = "pow";  // in the op table
   static constexpr int cost = 25;

@@ -9,11 +9,12 @@
 // InvalidArgument. pow(a, b) for b < 0 is the truncated real value: 1 for a = 1, ±1 for a = -1,
 // else 0 (the eager op throws instead, as PyTorch does).
 //
-// An op has an integer form when its struct says `static constexpr bool integral = true`.
+// An op has an integer form when its struct says `static constexpr bool integral = true`
+// (has_integer_form, ops/forms.hpp).
 #pragma once
 
 #include <tenferro/core/detail/xtensor.hpp>
-#include <tenferro/expr/fwd.hpp>
+#include <tenferro/expr/element.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -21,14 +22,6 @@
 #include <type_traits>
 
 namespace tenferro::expr {
-
-// The element types the compile-time layer computes in.
-template <class T>
-concept Real = std::is_same_v<T, float> || std::is_same_v<T, double>;
-template <class T>
-concept Integer = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>;
-template <class T>
-concept Number = Real<T> || Integer<T>;
 
 namespace ops::integer {
 
@@ -90,34 +83,5 @@ B lanes(const B& a, const B& b, F f) {
 }
 
 }  // namespace ops::integer
-
-namespace detail {
-
-template <class Op>
-constexpr bool op_has_integer_form() {
-  if constexpr (requires { Op::integral; }) {
-    return Op::integral;
-  } else {
-    return false;
-  }
-}
-
-template <class E>
-struct integer_form : std::true_type {};  // leaves
-template <class Op, class A>
-struct integer_form<unary<Op, A>> : std::bool_constant<op_has_integer_form<Op>() && integer_form<A>::value> {
-};
-template <class Op, class L, class R>
-struct integer_form<binary<Op, L, R>>
-    : std::bool_constant<op_has_integer_form<Op>() && integer_form<L>::value && integer_form<R>::value> {};
-template <class Op, class A>
-struct integer_form<reduction<Op, A>>
-    : std::bool_constant<op_has_integer_form<Op>() && integer_form<A>::value> {};
-
-}  // namespace detail
-
-// True when every op of E has an integer form: E can be evaluated over i32 and i64 inputs.
-template <class E>
-inline constexpr bool has_integer_form = detail::integer_form<std::remove_cvref_t<E>>::value;
 
 }  // namespace tenferro::expr

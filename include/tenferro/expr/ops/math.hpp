@@ -31,6 +31,7 @@
 
 #include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
+#include <tenferro/expr/element.hpp>
 
 #include <bit>
 #include <cmath>
@@ -300,7 +301,11 @@ TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> exp(const xsimd::batch<double, A>
 
 template <class T, class A>
 TENFERRO_ALWAYS_INLINE std::pair<xsimd::batch<T, A>, xsimd::batch<T, A>> sincos(const xsimd::batch<T, A>& x) {
-  return xsimd::sincos(x);
+  if constexpr (Complex<T>) {
+    return {xsimd::sin(x), xsimd::cos(x)};
+  } else {
+    return xsimd::sincos(x);
+  }
 }
 
 template <class A>

@@ -126,6 +126,13 @@ TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> pow(const xsimd::batch<double, A>
   return detail::pow_double(x, y);
 }
 
+// Complex lanes: xsimd's principal value, exp(y log x).
+template <class T, class A>
+TENFERRO_ALWAYS_INLINE xsimd::batch<std::complex<T>, A> pow(const xsimd::batch<std::complex<T>, A>& x,
+                                                            const xsimd::batch<std::complex<T>, A>& y) {
+  return xsimd::pow(x, y);
+}
+
 // Float lanes widened to double (through memory: xsimd 8 has no widening conversion), computed and
 // rounded once.
 template <class A>

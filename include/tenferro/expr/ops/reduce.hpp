@@ -20,6 +20,7 @@ namespace tenferro::expr::ops {
 
 struct sum {
   static constexpr bool integral = true;  // wraps (ops/integer.hpp)
+  static constexpr bool complex = true;
   static constexpr std::string_view name = "sum";
   template <class T> static constexpr T identity() { return T(0); }
   template <class V> static V combine(const V& a, const V& b) {

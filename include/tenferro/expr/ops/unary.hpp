@@ -24,6 +24,7 @@ namespace tenferro::expr::ops {
 
 // f(x) = -x;  f'(x) = -1
 struct neg {
+  static constexpr bool complex = true;
   static constexpr bool integral = true;
   static constexpr int cost = 1;
   static constexpr std::string_view name = "neg";  // printed as -x
@@ -45,6 +46,7 @@ struct neg {
 
 // f(x) = e^x;  f'(x) = e^x
 struct exp {
+  static constexpr bool complex = true;
   static constexpr int cost = 10;
   static constexpr std::string_view name = "exp";
   template <class T>
@@ -61,6 +63,7 @@ struct exp {
 
 // f(x) = ln x;  f'(x) = 1/x;  domain x > 0 (log 0 = -inf)
 struct log {
+  static constexpr bool complex = true;
   static constexpr int cost = 10;
   static constexpr std::string_view name = "log";
   template <class T>
@@ -77,6 +80,7 @@ struct log {
 
 // f(x) = sqrt(x);  f'(x) = 0.5 / sqrt(x);  domain x >= 0 (f'(0) = inf)
 struct sqrt {
+  static constexpr bool complex = true;
   static constexpr int cost = 4;
   static constexpr std::string_view name = "sqrt";
   template <class T>
@@ -109,6 +113,7 @@ struct rsqrt {
 
 // f(x) = sin x;  f'(x) = cos x
 struct sin {
+  static constexpr bool complex = true;
   static constexpr int cost = 15;
   static constexpr std::string_view name = "sin";
   template <class T>
@@ -125,6 +130,7 @@ struct sin {
 
 // f(x) = cos x;  f'(x) = -sin x
 struct cos {
+  static constexpr bool complex = true;
   static constexpr int cost = 15;
   static constexpr std::string_view name = "cos";
   template <class T>
@@ -157,6 +163,7 @@ struct tan {
 
 // f(x) = tanh x;  f'(x) = 1 - tanh² x
 struct tanh {
+  static constexpr bool complex = true;
   static constexpr int cost = 15;
   static constexpr std::string_view name = "tanh";
   template <class T>
@@ -244,6 +251,7 @@ struct sign {
 
 // f(x) = x²;  f'(x) = 2x
 struct square {
+  static constexpr bool complex = true;
   static constexpr bool integral = true;
   static constexpr int cost = 1;
   static constexpr std::string_view name = "square";
@@ -315,6 +323,7 @@ struct sigmoid {
 // f(x) = x, with derivative 0: the value flows, the gradient does not (log_sum_exp uses it for
 // its shift by the maximum, whose exact gradient contribution is 0).
 struct stop_gradient {
+  static constexpr bool complex = true;
   static constexpr bool integral = true;
   static constexpr int cost = 0;
   static constexpr std::string_view name = "stop_gradient";
