@@ -1,11 +1,14 @@
 // The eager runtime, side by side in one run: per-op overhead on a chain of 100 elementwise ops;
 // sum(sin(x) * y + exp(x * y)) op by op, through apply, and with the compile-time engine; a normal
-// log-density with rank-0 parameters broadcast against the data, and a stable log-sum-exp.
+// log-density with rank-0 parameters broadcast against the data, and a stable log-sum-exp; ops
+// on i64, bool-valued comparisons and c64 values and gradients.
 // Arguments: {N} (chains) or {N, threads}. torch_eager.py times the same workloads in PyTorch.
 #include <tenferro/eager.hpp>
 
 #include <benchmark/benchmark.h>
 
+#include <complex>
+#include <cstdint>
 #include <random>
 
 namespace {
@@ -201,6 +204,61 @@ void lse_engine(benchmark::State& s) {
   s.SetItemsProcessed(s.iterations() * s.range(0));
 }
 
+// Other dtypes, one op or a few, N elements: i64 x * y + x (forward); f64 x < y to bool
+// (forward); c64 exp(z * w) (forward) and sum(|exp(z * w)|) forward and backward() into z.
+Tensor random_ints(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int64_t> u(-1000, 1000);
+  std::vector<std::int64_t> v(n);
+  for (auto& e : v) e = u(rng);
+  return Tensor::from_vec_col_major<std::int64_t>({n}, std::move(v));
+}
+void i64_mul_add(benchmark::State& s) {
+  auto ctx = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(1));
+  const auto x = EagerTensor::from_tensor_in(random_ints(s.range(0), 1), ctx);
+  const auto y = EagerTensor::from_tensor_in(random_ints(s.range(0), 2), ctx);
+  for (auto _ : s) benchmark::DoNotOptimize((x * y + x).materialized());
+}
+
+void f64_less(benchmark::State& s) {
+  sin_exp_inputs in(s);
+  const auto x = EagerTensor::from_tensor_in(in.x0, in.ctx);
+  const auto y = EagerTensor::from_tensor_in(in.y0, in.ctx);
+  for (auto _ : s) benchmark::DoNotOptimize(x.lt(y).materialized());
+}
+
+struct complex_inputs {
+  std::shared_ptr<EagerRuntime> ctx = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(1));
+  Tensor z0, w0;
+  explicit complex_inputs(const benchmark::State& s) {
+    const auto re = random_tensor(s.range(0), -1, 1, 1), im = random_tensor(s.range(0), -1, 1, 2);
+    std::vector<std::complex<double>> z(s.range(0)), w(s.range(0));
+    for (std::size_t i = 0; i < z.size(); ++i) {
+      z[i] = {re.as_slice<double>()[i], im.as_slice<double>()[i]};
+      w[i] = {im.as_slice<double>()[i], 0.5};
+    }
+    z0 = Tensor::from_vec_col_major<std::complex<double>>({z.size()}, std::move(z));
+    w0 = Tensor::from_vec_col_major<std::complex<double>>({w.size()}, std::move(w));
+  }
+};
+
+void c64_mul_exp(benchmark::State& s) {
+  complex_inputs in(s);
+  const auto z = EagerTensor::from_tensor_in(in.z0, in.ctx);
+  const auto w = EagerTensor::from_tensor_in(in.w0, in.ctx);
+  for (auto _ : s) benchmark::DoNotOptimize((z * w).exp().materialized());
+}
+
+void c64_abs_backward(benchmark::State& s) {
+  complex_inputs in(s);
+  const auto w = EagerTensor::from_tensor_in(in.w0, in.ctx);
+  for (auto _ : s) {
+    auto z = EagerTensor::requires_grad_in(in.z0, in.ctx);
+    (z * w).exp().abs().reduce_sum().backward();
+    benchmark::DoNotOptimize(z.grad());
+  }
+}
+
 }  // namespace
 
 BENCHMARK(chain_forward)->Arg(1)->Arg(1000)->Unit(benchmark::kMicrosecond);
@@ -248,5 +306,10 @@ BENCHMARK(normal_engine_numbers)
     ->MinWarmUpTime(0.5);
 BENCHMARK(lse_op_by_op)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(lse_engine)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+
+BENCHMARK(i64_mul_add)->Arg(1000000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+BENCHMARK(f64_less)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+BENCHMARK(c64_mul_exp)->Arg(1000000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+BENCHMARK(c64_abs_backward)->Arg(1000000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 
 BENCHMARK_MAIN();

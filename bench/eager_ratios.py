@@ -46,3 +46,11 @@ for workload, names in [("normal", ["normal_op_by_op", "normal_apply", "normal_e
         print(f"| {name} | {us:.0f} | {us / engine:.2f} | {vs_pt} |")
     if pt:
         print(f"| PyTorch {workload} | {pt:.0f} | {pt / engine:.2f} | 1.00 |")
+print()
+print("| other dtypes, one thread, N = 1e6 | tenferro µs | PyTorch µs | tenferro / PyTorch |")
+print("| --- | ---: | ---: | ---: |")
+for name, label in [("i64_mul_add", "i64 `x * y + x`"), ("f64_less", "f64 `x < y` to bool"),
+                    ("c64_mul_exp", "c64 `exp(z * w)`"), ("c64_abs_backward", "c64 `sum(abs(exp(z * w)))` + backward")]:
+    us = ours[(name, 1000000, 1)]
+    pt = torch.get((name, 1000000, 1))
+    print(f"| {label} | {us:.0f} | {pt:.0f} | {us / pt:.2f} |" if pt else f"| {label} | {us:.0f} | - | - |")

@@ -66,6 +66,21 @@ def lse():
     (torch.log(torch.exp(x - m).sum()) + m).backward()
 
 
+xi = torch.randint(-1000, 1001, (n,), dtype=torch.int64)
+yi = torch.randint(-1000, 1001, (n,), dtype=torch.int64)
+zc = torch.complex(x0, y0)
+wc = torch.complex(y0, torch.full((n,), 0.5, dtype=torch.float64))
+
+
+def c64_abs_backward():
+    z = zc.detach().requires_grad_()
+    torch.exp(z * wc).abs().sum().backward()
+
+
+results.append({"name": "i64_mul_add", "n": n, "threads": 1, "us": timed(lambda: xi * yi + xi)})
+results.append({"name": "f64_less", "n": n, "threads": 1, "us": timed(lambda: x0 < y0)})
+results.append({"name": "c64_mul_exp", "n": n, "threads": 1, "us": timed(lambda: torch.exp(zc * wc))})
+results.append({"name": "c64_abs_backward", "n": n, "threads": 1, "us": timed(c64_abs_backward)})
 results.append({"name": "normal", "n": n, "threads": 1, "us": timed(normal)})
 results.append({"name": "lse", "n": n, "threads": 1, "us": timed(lse)})
 print(json.dumps(results))

@@ -255,7 +255,8 @@ TEST_CASE("the result dtype of a binary op is promote_types for every pair of dt
       REQUIRE(r.dtype() == promote_types(a, b));
       // 1 + 2, where a bool holds true (1); true + true is true.
       const double want = a == DType::Bool && b == DType::Bool ? 1.0 : 1.0 + (b == DType::Bool ? 1.0 : 2.0);
-      for (const double v : cpu::cast(r.materialized(), DType::F64).as_slice<double>()) CHECK(v == want);
+      const Tensor values = cpu::cast(r.materialized(), DType::F64);
+      for (const double v : values.as_slice<double>()) CHECK(v == want);
     }
   }
 }

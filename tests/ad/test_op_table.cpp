@@ -96,6 +96,27 @@ TEST_CASE("every op is one registered entry with a unique name") {
   CHECK(&x.exp().state()->grad_fn->def() == table.find("exp"));  // nodes refer to the entry
 }
 
+TEST_CASE("an entry carries its dtype rule: integer and complex kernels and a bool result") {
+  auto ctx = EagerRuntime::create();
+  auto x = ctx->variable_from(Tensor::ones({2}));
+  (void)x.add(x), (void)x.exp(), (void)x.maximum(x), (void)x.lt(x), (void)x.logical_not(), (void)x.sigmoid();
+  const auto& table = detail::ad::op_table();
+  struct rule {
+    const char* name;
+    bool integers, complex, predicate;
+  };
+  for (const rule r : {rule{"add", true, true, false}, rule{"exp", false, true, false},
+                       rule{"maximum", true, false, false}, rule{"lt", true, false, true},
+                       rule{"logical_not", true, false, true}, rule{"sigmoid", false, false, false}}) {
+    INFO(r.name);
+    const detail::ad::op_def* def = table.find(r.name);
+    REQUIRE(def != nullptr);
+    CHECK(def->integers == r.integers);
+    CHECK(def->complex == r.complex);
+    CHECK(def->predicate == r.predicate);
+  }
+}
+
 TEST_CASE("x / s divides (it used to multiply by 1 / s, which is not the same number)") {
   auto ctx = EagerRuntime::create();
   const std::vector<double> v{5.0, 7.0, 0.1, 1.0};

@@ -93,10 +93,13 @@ struct op_def {
   std::string label;  // what nodes print and name() returns, when not the name (e.g. "apply")
   std::size_t arity = 0;
 
-  // The dtype rule: the kernels take f32 and f64, and also i32, i64 and bool (bool operands as
-  // integers) when `integers`; the result's dtype is promote_types of the inputs', or Bool for a
-  // `predicate` (comparisons, logical ops). Only floating results record nodes.
+  // The dtype rule: the kernels take f32 and f64, also i32, i64 and bool (bool operands as
+  // integers) when `integers`, and c32 and c64 when `complex`; the result's dtype is promote_types
+  // of the inputs', or Bool for a `predicate` (comparisons, logical ops). Only floating and
+  // complex results record nodes. (Set for the expression entries; structural entries check
+  // dtypes in their kernels.)
   bool integers = false;
+  bool complex = false;
   bool predicate = false;
 
   // Elementwise ops: the block kernel of deferred passes for a dtype (nullptr: none for it).

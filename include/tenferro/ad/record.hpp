@@ -30,8 +30,8 @@ inline const std::shared_ptr<EagerRuntime>& common_runtime(std::string_view op,
 }
 
 // True when an op over `in` records a node: recording is on and a gradient flows into some input
-// (tensor_state::gradient_flows). An op whose result is not floating records nothing either
-// (record_expression).
+// (tensor_state::gradient_flows). An op whose result is neither floating nor complex records
+// nothing either (record_expression, record_rule).
 inline bool should_record(std::span<const EagerTensor> in) {
   if (!NoGradGuard::grad_enabled()) return false;
   for (const auto& x : in) {

@@ -3,9 +3,11 @@
 // node run through fused_kernels<E>.
 //
 // Inputs compute in the dtype promote() gives (inputs of another dtype are converted once):
-// f32 or f64, and i32 or i64 (bool operands as integers) when every op of E has an integer form
-// (forward only: derivatives are floating). The result has result_dtype<E>: Bool for a predicate.
-// Shapes broadcast NumPy-style; cotangents come back in each input's own shape and dtype.
+// f32 or f64; i32 or i64 (bool operands as integers) when every op of E has an integer form
+// (forward only: derivatives are floating); c32 or c64 when every op has a complex form (and the
+// derivatives when their rules have one too: complex vjps follow PyTorch's convention). The
+// result has result_dtype<E>: Bool for a predicate. Shapes broadcast NumPy-style; cotangents come
+// back in each input's own shape and dtype.
 //
 // Instantiating the kernels of every eager op costs tens of seconds of compilation. Under
 // TENFERRO_SEPARATE_COMPILATION (core/detail/config.hpp) the kernels listed in

@@ -265,6 +265,7 @@ const op_def& expression_def() {
       if constexpr (Kind != node_kind::primitive) d->label = "apply";
       d->arity = expr::arity<E>;
       d->integers = expr::has_integer_form<E>;
+      d->complex = expr::has_complex_form<E>;
       if constexpr (requires { typename E::op_type; })
         d->predicate = expr::ops::is_predicate<typename E::op_type>();
       if constexpr (Kind == node_kind::primitive && expr::level<E> == 0) {

@@ -5,6 +5,21 @@
 
 #include <tenferro/core/buffer_cache.hpp>
 
+// xsimd 8 + g++ without optimization + AVX-512BW: GCC's avx512bwintrin.h defines
+// _mm512_mask_blend_epi8 and _epi16 as macros when not optimizing, which cast their arguments
+// straight to __v64qi / __v32hi; xsimd's select on integer batches passes batch objects, which
+// only convert to __m512i, so every integer kernel fails to compile at -O0. Redefined with the
+// conversion to __m512i first (what the inline functions used when optimizing do).
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__) && defined(__AVX512BW__)
+#include <immintrin.h>
+#undef _mm512_mask_blend_epi8
+#undef _mm512_mask_blend_epi16
+#define _mm512_mask_blend_epi8(U, A, W) \
+  ((__m512i)__builtin_ia32_blendmb_512_mask((__v64qi)(__m512i)(A), (__v64qi)(__m512i)(W), (__mmask64)(U)))
+#define _mm512_mask_blend_epi16(U, A, W) \
+  ((__m512i)__builtin_ia32_blendmw_512_mask((__v32hi)(__m512i)(A), (__v32hi)(__m512i)(W), (__mmask32)(U)))
+#endif
+
 #include <xtensor/xexpression_traits.hpp>
 
 // xtensor 0.24 + g++ >= 7 + C++20: xexpression_traits.hpp declares the svector-shape partial
