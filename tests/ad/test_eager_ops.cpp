@@ -234,3 +234,37 @@ TEST_CASE("op values") {
   auto big2 = big.detach_into(EagerRuntime::with_cpu_backend(CpuBackend::with_threads(2)));
   CHECK(vals(big.sin().reduce_sum()) == vals(big2.sin().reduce_sum()));
 }
+
+TEST_CASE("transpose, reshape and broadcast_to are views of their input's buffer") {
+  auto ctx = EagerRuntime::create();
+  const auto x = EagerTensor::requires_grad_in(
+      Tensor::from_vec_col_major<double>({2, 3}, {1, -2, 3, -4, 5, -6}), ctx);  // [[1, 3, 5], [-2, -4, -6]]
+  const Tensor buffer = x.materialized();
+  const auto t = x.transpose({1, 0});
+  CHECK(t.materialized().shares_storage_with(buffer));
+  CHECK(t.materialized().strides() == Strides{2, 1});
+  const auto r = x.reshape({3, 2});
+  CHECK(r.materialized().shares_storage_with(buffer));
+  CHECK(r.materialized().is_contiguous());
+  const auto b = x.reshape({2, 3, 1}).broadcast_to({2, 3, 4});
+  CHECK(b.materialized().shares_storage_with(buffer));
+  CHECK(b.materialized().strides() == Strides{1, 2, 0});
+  // Reshaping a non-contiguous view copies once (the transposed elements in order).
+  const auto tr = t.reshape({6});
+  CHECK_FALSE(tr.materialized().shares_storage_with(buffer));
+  CHECK(as_doubles(tr.materialized()) == std::vector<double>{1, 3, 5, -2, -4, -6});
+
+  // Ops read views as the tensors they stand for, and differentiate through them.
+  auto vals = [](const EagerTensor& e) { return as_doubles(e.materialized()); };
+  CHECK(vals(t.mul(t)) == std::vector<double>{1, 9, 25, 4, 16, 36});
+  CHECK(vals(t.add(x.transpose({1, 0}).neg())) == std::vector<double>(6, 0.0));
+  CHECK(vals(t.reduce_sum({0})) == std::vector<double>{9, -12});
+  CHECK(vals(b.reduce_sum({2})) == std::vector<double>{4, -8, 12, -16, 20, -24});
+  CHECK(vals(t.sin()) == vals(x.sin().transpose({1, 0})));
+  const auto w = EagerTensor::from_vec_col_major_in<double>({3, 2}, {1, 2, 3, 4, 5, 6}, ctx);
+  const auto loss = t.mul(w).reduce_sum().add(b.square().reduce_sum());
+  loss.backward();
+  // d/dx of sum(x^T * w) is w^T; of sum over 4 copies of x^2 is 8 x.
+  CHECK(as_doubles(*x.grad()) == std::vector<double>{1 + 8, 4 - 16, 2 + 24, 5 - 32, 3 + 40, 6 - 48});
+  CHECK(as_doubles(buffer) == std::vector<double>{1, -2, 3, -4, 5, -6});  // the leaf is unchanged
+}

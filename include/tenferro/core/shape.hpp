@@ -1,4 +1,5 @@
-// Shape: the extents of a column-major tensor, and helpers to print and count them.
+// Shape: the extents of a column-major tensor, helpers to print and count them, and Strides: where
+// the elements of a shape lie in a buffer.
 #pragma once
 
 #include <tenferro/core/error.hpp>
@@ -64,5 +65,53 @@ inline std::optional<Shape> broadcast_shapes(std::span<const std::size_t> a, std
   }
   return out;
 }
+
+// Per axis, how many elements apart two neighbours along that axis lie in a buffer (0 on an axis
+// that repeats one element: a broadcast).
+using Strides = std::vector<std::ptrdiff_t>;
+
+// The strides of a dense column-major array of `shape` (the first index varies fastest).
+inline Strides column_major_strides(std::span<const std::size_t> shape) {
+  Strides s(shape.size());
+  std::ptrdiff_t stride = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    s[d] = stride;
+    stride *= static_cast<std::ptrdiff_t>(shape[d]);
+  }
+  return s;
+}
+
+namespace detail {
+
+// Visits every element of `shape` in column-major order as f(k, offset): k counts the elements,
+// offset is the element's place in an array with the given strides. The first axis is the inner
+// loop, so a stride-1 first axis reads consecutive elements.
+template <class F>
+void for_each_column_major(std::span<const std::size_t> shape, std::span<const std::ptrdiff_t> strides,
+                           F&& f) {
+  const std::size_t n = checked_shape_size(shape).value_or(0);
+  if (n == 0) return;
+  if (shape.empty()) {
+    f(std::size_t{0}, std::ptrdiff_t{0});
+    return;
+  }
+  const std::size_t inner = shape[0];
+  const std::ptrdiff_t step = strides[0];
+  std::vector<std::size_t> index(shape.size(), 0);
+  std::ptrdiff_t offset = 0;
+  for (std::size_t k = 0; k < n; k += inner) {
+    for (std::size_t i = 0; i < inner; ++i) f(k + i, offset + static_cast<std::ptrdiff_t>(i) * step);
+    for (std::size_t d = 1; d < shape.size(); ++d) {
+      if (++index[d] < shape[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= strides[d] * static_cast<std::ptrdiff_t>(index[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace detail
 
 }  // namespace tenferro

@@ -163,7 +163,7 @@ Tensor fused_kernels<E>::forward(const E& e, std::span<const Tensor> in, std::st
           expr::detail::check_compute_type<T>(op, e);
           Tensor r = Tensor::for_overwrite<T>(in[0].extents());
           [&]<std::size_t... K>(std::index_sequence<K...>) {
-            expr::detail::eval_into(r.mutable_array<T>(), e, in[K].array<T>()...);
+            expr::detail::eval_into(r.mutable_array<T>(), e, in[K].typed<T>()...);
           }
           (std::make_index_sequence<arity>{});
           return r;
@@ -226,7 +226,9 @@ std::vector<Tensor> fused_kernels<E>::vjp(const E& e, std::span<const Tensor> in
   }
   if constexpr (!expr::is_scalar<E>) {
     if (detail::same_dtype_and_shape(in) && cotangent.dtype() == dtype &&
-        std::ranges::equal(cotangent.extents(), in[0].extents())) {  // gradients built in place
+        std::ranges::equal(cotangent.extents(), in[0].extents()) && cotangent.is_contiguous() &&
+        std::ranges::all_of(in,
+                            [](const Tensor& t) { return t.is_contiguous(); })) {  // gradients built in place
       return visit_real(dtype, [&]<class T>(T) {
         std::vector<Tensor> out;
         out.reserve(arity);
@@ -235,7 +237,7 @@ std::vector<Tensor> fused_kernels<E>::vjp(const E& e, std::span<const Tensor> in
         for (std::size_t k = 0; k < arity; ++k) grads[k] = &out[k].template mutable_array<T>();
         [&]<std::size_t... K>(std::index_sequence<K...>) {
           expr::detail::vjp_into<T>(std::span<column_major_array<T>* const, arity>(grads), e,
-                                    cotangent.array<T>(), in[K].array<T>()...);
+                                    cotangent.typed<T>(), in[K].typed<T>()...);
         }
         (std::make_index_sequence<arity>{});
         return out;

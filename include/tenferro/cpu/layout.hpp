@@ -1,5 +1,6 @@
-// Kernels that move elements without arithmetic on them, or with a fixed pattern: reshape,
-// transpose, broadcast_to and its adjoint sum_to, and rank-2 matmul.
+// Kernels that move elements without arithmetic on them, or with a fixed pattern: the views reshape,
+// transpose and broadcast_to (Tensor::as_strided: no element is copied), broadcast_to's adjoint
+// sum_to, and rank-2 matmul.
 #pragma once
 
 #include <tenferro/cpu/common.hpp>
@@ -11,8 +12,8 @@
 
 namespace tenferro::cpu {
 
-// The same elements (column-major order) in another shape. Throws ShapeMismatch when the element
-// counts differ.
+// The same elements (column-major order) in another shape: a view of x's buffer when x is
+// contiguous, else of x's compact copy. Throws ShapeMismatch when the element counts differ.
 inline Tensor reshape(const Tensor& x, const Shape& shape, std::string_view op) {
   const auto n = checked_shape_size(shape);
   if (!n) tenferro::detail::throw_shape_too_large(op, shape);
@@ -21,12 +22,9 @@ inline Tensor reshape(const Tensor& x, const Shape& shape, std::string_view op) 
                 "cannot reshape a tensor of shape " + format_shape(x.shape()) + " (" +
                     std::to_string(x.size()) + " elements) to shape " + format_shape(shape));
   }
-  return tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
-    const auto& a = x.array<T>();
-    auto out = tenferro::detail::new_array<T>(op, shape);
-    std::copy(a.data(), a.data() + a.size(), out.data());
-    return Tensor(std::move(out));
-  });
+  if (!x.is_view() && std::ranges::equal(x.extents(), shape)) return x;
+  const Tensor base = x.is_contiguous() ? x : x.materialized();
+  return base.as_strided(shape, column_major_strides(shape), base.offset());
 }
 
 // Throws Validation unless perm is a permutation of 0 .. rank-1.
@@ -49,25 +47,18 @@ inline void check_permutation(std::string_view op, const Shape& shape, const Axe
   }
 }
 
-// Axis d of the result is axis perm[d] of x.
+// Axis d of the result is axis perm[d] of x: a view of x's buffer.
 inline Tensor transpose(const Tensor& x, const Axes& perm, std::string_view op) {
   const Shape shape = x.shape();
   check_permutation(op, shape, perm);
+  const Strides own = x.strides();
   Shape out_shape(perm.size());
-  const auto own = expr::detail::column_major_strides(shape);
-  std::vector<std::ptrdiff_t> strides(perm.size());
+  Strides strides(perm.size());
   for (std::size_t d = 0; d < perm.size(); ++d) {
     out_shape[d] = shape[perm[d]];
     strides[d] = own[perm[d]];
   }
-  return tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
-    const T* src = x.array<T>().data();
-    auto out = tenferro::detail::new_array<T>(op, out_shape);
-    T* dst = out.data();
-    expr::detail::for_each_column_major(out_shape, strides,
-                                        [&](std::size_t k, std::ptrdiff_t offset) { dst[k] = src[offset]; });
-    return Tensor(std::move(out));
-  });
+  return x.as_strided(std::move(out_shape), std::move(strides), x.offset());
 }
 
 // The inverse permutation.
@@ -77,8 +68,7 @@ inline Axes inverse_permutation(const Axes& perm) {
   return inv;
 }
 
-// x broadcast (NumPy-style) to `shape`; x's shape must broadcast into it without widening it.
-// Throws ShapeMismatch unless shape `own` broadcasts to `shape`.
+// Throws ShapeMismatch unless shape `own` broadcasts (NumPy-style) to `shape` without widening it.
 inline void check_broadcast_to(const Shape& own, const Shape& shape, std::string_view op) {
   if (broadcast_shapes(op, own, shape) != shape) {
     throw Error(
@@ -87,14 +77,12 @@ inline void check_broadcast_to(const Shape& own, const Shape& shape, std::string
   }
 }
 
+// x broadcast to `shape`: a view of x's buffer with stride 0 on the repeated axes.
 inline Tensor broadcast_to(const Tensor& x, const Shape& shape, std::string_view op) {
   const Shape own = x.shape();
   if (own == shape) return x;
   check_broadcast_to(own, shape, op);
-  return tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
-    if (x.size() == 1) return Tensor(tenferro::detail::make_array<T>(op, shape, x.as_slice<T>()[0]));
-    return Tensor(expr::detail::materialize<T>(x.array<T>(), shape));
-  });
+  return x.as_strided(shape, expr::detail::broadcast_strides(own, x.strides(), shape), x.offset());
 }
 
 // acc += b, in place when acc's buffer is not shared (b of acc's shape and dtype; otherwise a new

@@ -1,9 +1,16 @@
-// Tensor: a dense, column-major tensor whose element type (DType) is chosen at run time, stored in
-// an xtensor container.
+// Tensor: a column-major tensor whose element type (DType) is chosen at run time, stored in an
+// xtensor container (its buffer), or a strided view of another tensor's buffer.
 //
 // Ownership: copies share one buffer and are cheap (a reference count). The buffer is
 // copy-on-write: mutable_array<T>() first detaches a shared buffer, so writing through one copy
 // never changes another. clone() makes an independent deep copy explicitly.
+//
+// Views: as_strided() (and the transpose, reshape and broadcast_to built on it) makes a tensor that
+// reads the same buffer through its own shape, strides and offset, copying nothing. A view is
+// read-only in the sense of copy-on-write: mutable_array<T>() gives it a compact buffer of its own
+// first. What needs the elements as a column-major container (array<T>(), and as_slice<T>() of a
+// view that is not contiguous) compacts the view once, on first use, and keeps that copy with the
+// view (thread-safe); materialized() does so explicitly.
 #pragma once
 
 #include <tenferro/core/detail/array.hpp>
@@ -19,6 +26,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -48,6 +56,32 @@ column_major_array<T> make_array(std::string_view op, const Shape& shape, T valu
   column_major_array<T> a = new_array<T>(op, shape);
   std::fill(a.storage().begin(), a.storage().end(), value);
   return a;
+}
+
+template <class F>
+decltype(auto) visit_dtype(DType dtype, F&& f);
+
+// Where a view's elements lie in its buffer, and the compact copy of them made on first need.
+struct view_layout {
+  Shape shape;
+  Strides strides;
+  std::ptrdiff_t offset = 0;
+  mutable std::once_flag compacted;
+  mutable std::shared_ptr<tensor_storage> compact;
+};
+
+// The elements of a view, column-major, in a buffer of their own.
+inline std::shared_ptr<tensor_storage> compact_copy(const tensor_storage& buffer, const view_layout& view) {
+  return std::visit(
+      [&]<class T>(const column_major_array<T>& a) {
+        auto out = new_array<T>("Tensor::materialized", view.shape);
+        const T* src = a.data() + view.offset;
+        T* dst = out.data();
+        for_each_column_major(view.shape, view.strides,
+                              [&](std::size_t k, std::ptrdiff_t at) { dst[k] = src[at]; });
+        return make_storage(std::move(out));
+      },
+      buffer);
 }
 
 template <class F>
@@ -133,42 +167,123 @@ class Tensor {
 
   DType dtype() const noexcept { return static_cast<DType>(storage_->index()); }
   Shape shape() const {
-    return std::visit([](const auto& a) { return Shape(a.shape().begin(), a.shape().end()); }, *storage_);
+    const auto e = extents();
+    return Shape(e.begin(), e.end());
   }
-  // The shape as a view of the container's own extents (no copy); valid while this Tensor lives
+  // The shape as a view of the tensor's own extents (no copy); valid while this Tensor lives
   // and is not written to (a write may detach the buffer).
   std::span<const std::size_t> extents() const noexcept {
+    if (view_) return view_->shape;
     return std::visit(
         [](const auto& a) { return std::span<const std::size_t>(a.shape().data(), a.shape().size()); },
         *storage_);
   }
-  std::size_t rank() const noexcept {
-    return std::visit([](const auto& a) { return a.dimension(); }, *storage_);
-  }
+  std::size_t rank() const noexcept { return extents().size(); }
   std::size_t size() const noexcept {
+    if (view_) return checked_shape_size(view_->shape).value_or(0);
     return std::visit([](const auto& a) { return a.size(); }, *storage_);
   }
 
-  // The elements in column-major (storage) order. Throws DtypeMismatch unless T is dtype().
+  // Per axis, the distance in elements between neighbours in the buffer: column_major_strides of
+  // the shape unless this is a view (0 on a broadcast axis).
+  Strides strides() const { return view_ ? view_->strides : column_major_strides(extents()); }
+  // Where element [0, ..., 0] lies in the buffer (0 unless this is a view).
+  std::ptrdiff_t offset() const noexcept { return view_ ? view_->offset : 0; }
+  // True when this tensor reads a buffer through its own shape, strides and offset.
+  bool is_view() const noexcept { return view_ != nullptr; }
+  // True when the elements lie densely in column-major order from offset() (axes of extent 1 may
+  // have any stride); as_slice<T>() of such a tensor is a span of the buffer itself.
+  bool is_contiguous() const noexcept {
+    if (!view_) return true;
+    std::ptrdiff_t expected = 1;
+    for (std::size_t d = 0; d < view_->shape.size(); ++d) {
+      if (view_->shape[d] == 0) return true;
+      if (view_->shape[d] != 1 && view_->strides[d] != expected) return false;
+      expected *= static_cast<std::ptrdiff_t>(view_->shape[d]);
+    }
+    return true;
+  }
+
+  // A view of this tensor's buffer (no copy): element [i_0, ..., i_r] of the result is element
+  // offset + sum_d i_d * strides[d] of the buffer (offsets count elements of the whole buffer,
+  // whatever view this tensor is). Throws InvalidArgument naming the shape, strides and offset
+  // when strides and shape differ in rank, the shape breaks the size rule, or an element would lie
+  // outside the buffer.
+  Tensor as_strided(Shape shape, Strides strides, std::ptrdiff_t offset) const {
+    constexpr std::string_view op = "Tensor::as_strided";
+    const auto n = checked_shape_size(shape);
+    if (!n) detail::throw_shape_too_large(op, shape);
+    const auto buffer = static_cast<std::ptrdiff_t>(buffer_size());
+    auto refuse = [&](std::string_view why) {
+      std::string list;
+      for (std::ptrdiff_t s : strides) list += (list.empty() ? "" : ", ") + std::to_string(s);
+      throw_error(ErrorKind::InvalidArgument, op,
+                  {"shape ", shape, " with strides [", list, "] and offset ", std::to_string(offset), " ",
+                   why, " (the buffer holds ", std::to_string(buffer), " elements)"});
+    };
+    if (strides.size() != shape.size()) refuse("differ in rank");
+    if (*n != 0) {
+      std::ptrdiff_t low = offset, high = offset;
+      for (std::size_t d = 0; d < shape.size(); ++d) {
+        const auto steps = static_cast<std::ptrdiff_t>(shape[d] - 1);  // fits: the size rule holds
+        const std::ptrdiff_t stride = strides[d];
+        if (steps != 0 && (stride > buffer / steps || stride < -(buffer / steps))) {
+          refuse("reach outside the buffer");
+        }
+        (stride < 0 ? low : high) += stride * steps;
+        if (low < 0 || high >= buffer) refuse("reach outside the buffer");
+      }
+    }
+    Tensor out(storage_);
+    auto view = std::make_shared<detail::view_layout>();
+    view->shape = std::move(shape);
+    view->strides = std::move(strides);
+    view->offset = offset;
+    out.view_ = std::move(view);
+    return out;
+  }
+
+  // The elements in column-major order, in a buffer of this tensor's shape: the tensor itself
+  // unless it is a view, else the view's compact copy (made once).
+  Tensor materialized() const { return view_ ? Tensor(compact_storage()) : *this; }
+
+  // The elements in column-major order: a span of the buffer when is_contiguous(), else of the
+  // compact copy. Throws DtypeMismatch unless T is dtype().
   template <Element T>
   std::span<const T> as_slice() const {
+    check_dtype<T>("Tensor::as_slice");
+    if (view_ && is_contiguous()) return {data<T>(), size()};
     const auto& a = array<T>();
     return {a.data(), a.size()};
   }
 
-  // The typed xtensor container, without a copy: the view the compile-time layer evaluates.
-  // Throws DtypeMismatch unless T is dtype().
+  // The buffer's element at offset(): element i of the tensor is at data<T>()[sum_d i_d *
+  // strides()[d]]. Throws DtypeMismatch unless T is dtype().
+  template <Element T>
+  const T* data() const {
+    check_dtype<T>("Tensor::data");
+    return std::get<column_major_array<T>>(*storage_).data() + offset();
+  }
+
+  // The typed xtensor container, without a copy unless this is a view (then its compact copy):
+  // the array the compile-time layer evaluates. Throws DtypeMismatch unless T is dtype().
   template <Element T>
   const column_major_array<T>& array() const {
     check_dtype<T>("Tensor::array");
-    return std::get<column_major_array<T>>(*storage_);
+    return std::get<column_major_array<T>>(view_ ? *compact_storage() : *storage_);
   }
 
-  // Writable container; detaches the buffer first when another Tensor shares it.
+  // Writable container; detaches the buffer first when another Tensor shares it, and gives a view
+  // a compact buffer of its own.
   template <Element T>
   column_major_array<T>& mutable_array() {
     check_dtype<T>("Tensor::mutable_array");
-    if (storage_.use_count() > 1) storage_ = detail::make_storage(*storage_);
+    if (view_) {
+      storage_ = detail::compact_copy(*storage_, *view_);
+      view_.reset();
+    } else if (storage_.use_count() > 1) {
+      storage_ = detail::make_storage(*storage_);
+    }
     return std::get<column_major_array<T>>(*storage_);
   }
 
@@ -176,13 +291,12 @@ class Tensor {
   template <Element T>
   TypedTensor<T> typed() const;
 
-  // An independent deep copy.
+  // An independent deep copy (compact).
   Tensor clone() const {
-    Tensor out = *this;
-    out.storage_ = detail::make_storage(*storage_);
-    return out;
+    return Tensor(view_ ? detail::compact_copy(*storage_, *view_) : detail::make_storage(*storage_));
   }
 
+  // True when both read one buffer (a view and the tensor it views, or two copies).
   bool shares_storage_with(const Tensor& other) const noexcept { return storage_ == other.storage_; }
 
  private:
@@ -196,9 +310,19 @@ class Tensor {
     }
   }
 
+  std::size_t buffer_size() const noexcept {
+    return std::visit([](const auto& a) { return a.size(); }, *storage_);
+  }
+
+  const std::shared_ptr<detail::tensor_storage>& compact_storage() const {
+    std::call_once(view_->compacted, [&] { view_->compact = detail::compact_copy(*storage_, *view_); });
+    return view_->compact;
+  }
+
   explicit Tensor(std::shared_ptr<detail::tensor_storage> storage) : storage_(std::move(storage)) {}
 
   std::shared_ptr<detail::tensor_storage> storage_;
+  std::shared_ptr<const detail::view_layout> view_;  // null: the whole buffer, column-major
 };
 
 }  // namespace tenferro

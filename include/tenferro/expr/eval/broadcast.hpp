@@ -12,25 +12,8 @@
 
 namespace tenferro::expr::detail {
 
-// Visits every element of `shape` in column-major order with its multi-index, keeping a running
-// offset into another array whose strides (in elements, per axis of `shape`) are given.
-template <class F>
-void for_each_column_major(const Shape& shape, const std::vector<std::ptrdiff_t>& strides, F&& f) {
-  const std::size_t n = checked_shape_size(shape).value_or(0);
-  std::vector<std::size_t> index(shape.size(), 0);
-  std::ptrdiff_t offset = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    f(k, offset);
-    for (std::size_t d = 0; d < shape.size(); ++d) {
-      if (++index[d] < shape[d]) {
-        offset += strides[d];
-        break;
-      }
-      offset -= strides[d] * static_cast<std::ptrdiff_t>(index[d] - 1);
-      index[d] = 0;
-    }
-  }
-}
+using tenferro::column_major_strides;
+using tenferro::detail::for_each_column_major;
 
 // Strides of an array of `shape` (right-aligned inside `target`, NumPy style) seen from `target`:
 // 0 on axes it lacks or where its extent is 1.
@@ -40,16 +23,6 @@ inline std::vector<std::ptrdiff_t> broadcast_strides(const Shape& shape,
   std::vector<std::ptrdiff_t> s(target.size(), 0);
   const std::size_t lead = target.size() - shape.size();
   for (std::size_t d = 0; d < shape.size(); ++d) s[lead + d] = shape[d] == 1 ? 0 : own[d];
-  return s;
-}
-
-inline std::vector<std::ptrdiff_t> column_major_strides(const Shape& shape) {
-  std::vector<std::ptrdiff_t> s(shape.size());
-  std::ptrdiff_t stride = 1;
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    s[d] = stride;
-    stride *= static_cast<std::ptrdiff_t>(shape[d]);
-  }
   return s;
 }
 

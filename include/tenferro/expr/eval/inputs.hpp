@@ -95,11 +95,12 @@ struct compute_type {
 template <class... In>
 using compute_type_t = typename compute_type<In...>::type;
 
-// The xtensor container behind an array input.
+// The xtensor container behind an array input; for a TypedTensor (a view too), its elements where
+// they lie, in the same terms (data, shape, strides).
 template <class In>
 decltype(auto) container_of(const In& in) {
   if constexpr (TypedTensorInput<In>) {
-    return in.array();
+    return in.elements();
   } else {
     return (in);
   }
