@@ -102,12 +102,12 @@ TEST_CASE("regression: four threads sharing one runtime, each with its own graph
   CHECK(bad == 0);
 }
 
-TEST_CASE("eager work from inside parallel_for tasks of the runtime's own arena, no deadlock") {
+TEST_CASE("eager work from inside parallel_for tasks of the runtime's own arena, 1000 times, no deadlock") {
   const watchdog guard("eager work inside the runtime's arena", 300);
   const auto want = references(8);
   auto ctx = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(2));
   std::atomic<int> bad{0};
-  for (int round = 0; round < 200; ++round) {
+  for (int round = 0; round < 1000; ++round) {
     ctx->backend().execute([&] {
       tbb::parallel_for(0, 8, [&](int t) {
         if (!close(one_backward(ctx, t), want[t])) ++bad;

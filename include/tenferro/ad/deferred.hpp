@@ -74,10 +74,7 @@ inline const tensor_state* deferred_shape_of(std::span<const EagerTensor> in) {
       return nullptr;
     }
   }
-  if (full == nullptr || full->size() < CpuBackend::fusion_elements || !is_floating(full->dtype()) ||
-      !in[0].context()->backend().fuses()) {
-    return nullptr;
-  }
+  if (full == nullptr || !in[0].context()->backend().defers(full->size(), full->dtype())) return nullptr;
   for (const auto& x : in) {
     const tensor_state& t = *x.state();
     if (t.dtype() != full->dtype() || t.extents().size() > full->extents().size()) return nullptr;
@@ -138,8 +135,7 @@ void fill_kernel(void* out, const void* const*, std::size_t n, const double* c, 
 // True when a tensor of one element broadcast to `shape` is deferred.
 inline bool can_defer_broadcast(const EagerTensor& x, std::span<const std::size_t> shape) {
   const auto n = checked_shape_size(shape);
-  return x.size() == 1 && n && *n >= CpuBackend::fusion_elements && is_floating(x.dtype()) &&
-         x.context()->backend().fuses();
+  return x.size() == 1 && n && x.context()->backend().defers(*n, x.dtype());
 }
 
 // A deferred value in a pass's plan, with its own reference to its op (which keeps the op's

@@ -78,8 +78,9 @@ namespace detail::ad {
 class node;
 struct tensor_state;
 
-// What a pass of deferred fusion may treat specially (ad/deferred.hpp): sin and cos of one input
-// come out of one sincos; a product with a fill of 1 is its other factor.
+// What a pass of deferred fusion may treat specially (ad/deferred.hpp): the halves of a pair of ops
+// (expr ops' `paired_with`: sin and cos of one input come out of one sincos); a product with a fill
+// of 1 is its other factor.
 enum class fusion_kind : std::uint8_t { other, sin, cos, mul, fill };
 
 // out[i] = f(in[0][i], ...) for i < n over elements of one dtype; `numbers`: the op's attributes.

@@ -146,8 +146,7 @@ struct reduce_rule {
   // over the input: deferred (broadcast_to of one element), so backward() fuses it.
   bool defers_vjp(const CpuBackend& backend, const EagerTensor& cotangent) const {
     return (kind == cpu::Reduce::sum || kind == cpu::Reduce::mean) && cotangent.size() == 1 &&
-           backend.fuses() && count() >= static_cast<double>(CpuBackend::fusion_elements) &&
-           is_floating(cotangent.dtype());
+           backend.defers(checked_shape_size(in_shape).value_or(0), cotangent.dtype());
   }
   // Whether the rules read the input's value (else only its shape and dtype).
   bool reads_input() const { return kind != cpu::Reduce::sum && kind != cpu::Reduce::mean; }

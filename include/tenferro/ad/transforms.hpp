@@ -72,10 +72,9 @@ struct kernel_sweep {
   static void accumulate(EagerTensor& acc, const EagerTensor& b) {
     const NoGradGuard no_grad;
     const bool sole = acc.state().use_count() == 1;
-    const bool small = acc.size() < CpuBackend::fusion_elements;  // never deferred
     // A sum only the sweep holds is updated in place (its buffer is copied first if shared).
     if (sole && !acc.state()->deferred() && !b.state()->deferred() &&
-        (small || !can_defer(std::array<EagerTensor, 2>{acc, b}))) {
+        !can_defer(std::array<EagerTensor, 2>{acc, b})) {
       cpu::add_into(acc.state()->value_, b.state()->value());
       return;
     }

@@ -2,6 +2,7 @@
 // so their parallel loops use exactly the backend's threads. Copies share the arena.
 #pragma once
 
+#include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
 
 #include <tbb/task_arena.h>
@@ -43,6 +44,13 @@ class CpuBackend {
   }
   bool fuses() const noexcept { return fusion_; }
   static constexpr std::size_t fusion_elements = 16384;
+
+  // The one decision of whether an elementwise op producing `elements` elements of `dtype` is
+  // deferred (fusion on, at least fusion_elements, a floating dtype); `run` below is the one
+  // decision of how many threads a kernel gets.
+  bool defers(std::size_t elements, DType dtype) const noexcept {
+    return fusion_ && elements >= fusion_elements && is_floating(dtype);
+  }
 
   // Runs f() inside the backend's arena and returns its result; exceptions propagate.
   template <class F>

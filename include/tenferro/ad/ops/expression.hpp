@@ -66,12 +66,23 @@ std::string primitive_name() {
 }
 
 // What a pass of deferred fusion may treat specially about a one-op expression.
+// (The pairing of sin and cos is the ops' `paired_with` trait, shared with eval/cse.hpp.)
+template <class E>
+struct fusion_of_expr {
+  static constexpr fusion_kind value = fusion_kind::other;
+};
+template <class Op>
+requires requires { typename Op::paired_with; }
+struct fusion_of_expr<cpu::unary_expr<Op>> {
+  static constexpr fusion_kind value = Op::pair_slot == 0 ? fusion_kind::sin : fusion_kind::cos;
+};
+template <>
+struct fusion_of_expr<cpu::binary_expr<expr::ops::mul>> {
+  static constexpr fusion_kind value = fusion_kind::mul;
+};
 template <class E>
 constexpr fusion_kind fusion_of() {
-  if constexpr (std::is_same_v<E, cpu::unary_expr<expr::ops::sin>>) return fusion_kind::sin;
-  if constexpr (std::is_same_v<E, cpu::unary_expr<expr::ops::cos>>) return fusion_kind::cos;
-  if constexpr (std::is_same_v<E, cpu::binary_expr<expr::ops::mul>>) return fusion_kind::mul;
-  return fusion_kind::other;
+  return fusion_of_expr<E>::value;
 }
 
 // The attributes of an expression: its constants. And the expression of a node's attributes.

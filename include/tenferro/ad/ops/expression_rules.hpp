@@ -15,7 +15,6 @@ struct expression_rules {
   // sweep fuses) rather than run as one kernel.
   static bool defers_vjp(const node& n, const tensor_state& output, const EagerTensor& cotangent) {
     if constexpr (Kind == node_kind::primitive && is_primitive_expr<E>) {
-      if (cotangent.size() < CpuBackend::fusion_elements) return false;
       const auto in = [&]<std::size_t... K>(std::index_sequence<K...>) {
         return std::array<EagerTensor, N + 1>{EagerTensor(n.inputs()[K])..., cotangent};
       }

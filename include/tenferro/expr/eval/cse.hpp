@@ -11,8 +11,9 @@
 // at the start of a pass every occurrence is compared with the first one; when any differs, the
 // pass runs without sharing.
 //
-// sin(a) and cos(a) of the same argument are both shared (even when each occurs once) and come out
-// of one math::sincos (math.hpp), which costs the same as either of them.
+// The two halves of a pair (an op's `paired_with` trait: sin(a) and cos(a) of the same argument)
+// are both shared, even when each occurs once, and come out of one math::sincos (math.hpp), which
+// costs the same as either of them.
 //
 // The type-level work uses plain parameter packs and constexpr arrays: measured against a
 // Boost.Hana version (tuple of types, filter, count, to_set, sort), it instantiates in a fifth
@@ -81,19 +82,24 @@ struct subtrees<binary<Op, L, R>> {
                                      typename subtrees<R>::type>::type;
 };
 
-// The other half of a sin/cos pair: cos(a) for sin(a) and the reverse; void for anything else.
+// The other half of a pair computed together (an op's `paired_with`: cos(a) for sin(a) and the
+// reverse); void for anything else.
 template <class E>
-struct trig_partner {
+struct pair_partner {
   using type = void;
 };
-template <class A>
-struct trig_partner<unary<ops::sin, A>> {
-  using type = unary<ops::cos, A>;
+template <class Op, class A>
+requires requires { typename Op::paired_with; }
+struct pair_partner<unary<Op, A>> {
+  using type = unary<typename Op::paired_with, A>;
 };
-template <class A>
-struct trig_partner<unary<ops::cos, A>> {
-  using type = unary<ops::sin, A>;
-};
+
+// Which half of its pair a node is (its op's pair_slot: 0 computes both, with pair_batch), or -1.
+template <class E>
+inline constexpr int pair_slot_of = -1;
+template <class Op, class A>
+requires requires { typename Op::paired_with; }
+inline constexpr int pair_slot_of<unary<Op, A>> = Op::pair_slot;
 
 template <class List>
 struct shared_of;
@@ -110,7 +116,7 @@ struct shared_of<type_list<Ts...>> {
           std::size_t first = 0, j = 0;
           bool found = false;
           ((found = found || (std::is_same_v<S, Ts> ? (first = j, true) : (++j, false))), ...);
-          using P = typename trig_partner<S>::type;
+          using P = typename pair_partner<S>::type;
           const bool paired = !std::is_void_v<P> && (std::is_same_v<P, Ts> || ...);
           k[i] = (count >= 2 || paired) && first == i;
           ++i;

@@ -141,18 +141,19 @@ TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Store
       auto fill = [&]<std::size_t Kc>(std::integral_constant<std::size_t, Kc>) {
         using Rep = std::tuple_element_t<Kc, Reps>;
         using S = std::tuple_element_t<Kc, std::remove_const_t<decltype(rep_nodes)>>;
-        using P = typename trig_partner<S>::type;
+        using P = typename pair_partner<S>::type;
         constexpr std::size_t partner = std::is_void_v<P> ? not_shared : shared_index<Shared, P>;
         // A subtree holding no constants has one value wherever it occurs: computed, unlooked.
         if constexpr (partner == not_shared) {
           if (!holds_values<S> || ok[Kc]) shared[Kc] = eval_node<Rep::base, B>(std::get<Kc>(rep_nodes), ctx);
-        } else if constexpr (std::is_same_v<typename S::op_type, ops::sin>) {
+        } else if constexpr (pair_slot_of<S> == 0) {
           if (!holds_values<S> || ok[Kc] || ok[partner]) {
-            const auto [s, c] = math::sincos(eval_batch<Rep::base, B>(std::get<Kc>(rep_nodes).operand, ctx));
-            shared[Kc] = s;
-            shared[partner] = c;
+            const auto [first, second] =
+                S::op_type::pair_batch(eval_batch<Rep::base, B>(std::get<Kc>(rep_nodes).operand, ctx));
+            shared[Kc] = first;
+            shared[partner] = second;
           }
-        }  // a cos with a sin partner: filled with it
+        }  // the second half of a pair (a cos with a sin partner): filled with the first
       };
       (void)fill;
       (fill(std::integral_constant<std::size_t, K>{}), ...);

@@ -129,11 +129,11 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
         using N = std::remove_cvref_t<decltype(node)>;
         constexpr std::size_t k = shared_index<Shared, N>;
         if constexpr (k != not_shared) {
-          // A cos filled by its sin partner's sincos needs the sin's operand; anything else
+          // A cos filled by its sin partner's sincos (the second half of a pair filled by the first)
+          // needs the first's operand; anything else
           // its own first occurrence.
-          using P = typename trig_partner<N>::type;
-          if constexpr (!std::is_void_v<P> && std::is_same_v<typename N::op_type, ops::cos> &&
-                        shared_index<Shared, P> != not_shared) {
+          using P = typename pair_partner<N>::type;
+          if constexpr (pair_slot_of<N> == 1 && shared_index<Shared, P> != not_shared) {
             ok[k] = ok[k] && same_values(node.operand, std::get<shared_index<Shared, P>>(reps).node->operand);
           } else {
             ok[k] = ok[k] && same_values(node, *std::get<k>(reps).node);

@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <string_view>
+#include <utility>
 
 namespace tenferro::expr::ops {
 
@@ -112,10 +113,20 @@ struct rsqrt {
 };
 
 // f(x) = sin x;  f'(x) = cos x
+struct cos;
 struct sin {
   static constexpr bool complex = true;
   static constexpr int cost = 15;
   static constexpr std::string_view name = "sin";
+  // sin(x) and cos(x) of one x come out of one math::sincos, which costs what either does: the
+  // evaluator's shared-subtree pass (eval/cse.hpp) and the eager runtime's deferred passes
+  // (ad/deferred.hpp) compute a pair of them together. `pair_slot`: which half of the pair.
+  using paired_with = cos;
+  static constexpr int pair_slot = 0;
+  template <class B>
+  TENFERRO_ALWAYS_INLINE static std::pair<B, B> pair_batch(const B& x) {  // {sin(x), cos(x)}
+    return math::sincos(x);
+  }
   template <class T>
   static T scalar(T x) {
     return std::sin(x);
@@ -133,6 +144,8 @@ struct cos {
   static constexpr bool complex = true;
   static constexpr int cost = 15;
   static constexpr std::string_view name = "cos";
+  using paired_with = sin;  // see sin
+  static constexpr int pair_slot = 1;
   template <class T>
   static T scalar(T x) {
     return std::cos(x);
