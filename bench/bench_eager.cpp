@@ -237,8 +237,9 @@ struct complex_inputs {
       z[i] = {re.as_slice<double>()[i], im.as_slice<double>()[i]};
       w[i] = {im.as_slice<double>()[i], 0.5};
     }
-    z0 = Tensor::from_vec_col_major<std::complex<double>>({z.size()}, std::move(z));
-    w0 = Tensor::from_vec_col_major<std::complex<double>>({w.size()}, std::move(w));
+    const Shape shape{z.size()};  // before the moves: argument order is unspecified
+    z0 = Tensor::from_vec_col_major<std::complex<double>>(shape, std::move(z));
+    w0 = Tensor::from_vec_col_major<std::complex<double>>(shape, std::move(w));
   }
 };
 

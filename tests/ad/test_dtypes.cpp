@@ -15,6 +15,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace tenferro;
@@ -216,6 +217,31 @@ TEST_CASE("comparisons give Bool with IEEE NaN semantics and promote their opera
   // Broadcasting: a rank-0 threshold.
   const auto zero = EagerTensor::from_vec_col_major_in<std::int32_t>({}, {0}, ctx);
   CHECK(bools(i.gt(zero)) == B{true, true, false, false});
+  // Large (several chunks, two threads), with a rank-0 operand, a number and a transposed view:
+  // each element against the scalar comparison.
+  auto two = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(2));
+  const std::size_t rows = 130, cols = 101;  // 13130 elements: three chunks and a tail
+  std::vector<double> v(rows * cols);
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = std::sin(0.37 * double(k)) * 2.0;
+  v[17] = nan;
+  const auto x = EagerTensor::from_vec_col_major_in<double>({rows, cols}, v, two);
+  const auto xt = x.transpose({1, 0});
+  const auto half = EagerTensor::from_vec_col_major_in<double>({}, {0.5}, two);
+  const auto none = EagerTensor::from_vec_col_major_in<std::int32_t>({}, {0}, two);
+  for (const auto& [name, got, want] :
+       {std::tuple{"x < 0.5 (rank 0)", bools(x.lt(half)),
+                   std::function<bool(std::size_t)>([&](std::size_t k) { return v[k] < 0.5; })},
+        std::tuple{"0.5 >= x (rank 0)", bools(half.ge(x)),
+                   std::function<bool(std::size_t)>([&](std::size_t k) { return 0.5 >= v[k]; })},
+        std::tuple{"x != x", bools(x.ne(x)),
+                   std::function<bool(std::size_t)>([&](std::size_t k) { return v[k] != v[k]; })},
+        std::tuple{"x^T > 0 (view)", bools(xt.gt(none)), std::function<bool(std::size_t)>([&](std::size_t k) {
+                     return v[(k / cols) + (k % cols) * rows] > 0;  // element (k % cols, k / cols) of x^T
+                   })}}) {
+    INFO(name);
+    REQUIRE(got.size() == v.size());
+    for (std::size_t k = 0; k < v.size(); ++k) REQUIRE(got[k] == want(k));
+  }
 }
 
 TEST_CASE("logical ops take any real dtype, nonzero (and NaN) being true", "[dtypes]") {

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <tuple>
@@ -150,12 +151,60 @@ void check_arity(std::span<const Tensor> in, std::string_view op) {
   }
 }
 
+// A Bool result of elementwise e (a predicate) over inputs of dtype T, each contiguous and of
+// the broadcast shape or of one element, in one pass: blocks of one chunk are evaluated into a
+// buffer on the stack and converted to bool from there. nullopt when the inputs do not qualify.
+template <class T, class E>
+std::optional<Tensor> predicate_in_one_pass(const E& e, std::span<const Tensor> in, std::string_view op) {
+  constexpr std::size_t N = expr::arity<E>, chunk = expr::detail::chunk_elements;
+  const Shape shape = broadcast_shapes(op, in);
+  const std::size_t n = checked_shape_size(shape).value_or(0);
+  std::array<const T*, N> p{};
+  std::uint32_t broadcast = 0;
+  for (std::size_t k = 0; k < N; ++k) {
+    const bool one = in[k].size() == 1 && n != 1;
+    if (in[k].dtype() != dtype_of<T> || !in[k].is_contiguous() ||
+        !(one || std::ranges::equal(in[k].extents(), shape))) {
+      return std::nullopt;
+    }
+    p[k] = in[k].template data<T>();
+    if (one) broadcast |= 1u << k;
+  }
+  Tensor r = Tensor::for_overwrite<bool>(shape, op);
+  bool* out = r.mutable_array<bool>().data();
+  auto body = [&](std::size_t begin, std::size_t end) {
+    alignas(64) std::array<T, chunk> values;
+    for (std::size_t at = begin; at < end; at += chunk) {
+      const std::size_t len = std::min(chunk, end - at);
+      std::array<const T*, N> q = p;
+      for (std::size_t k = 0; k < N; ++k) q[k] += ((broadcast >> k) & 1u) ? 0 : at;
+      expr::detail::eval_block(values.data(), e, q, len, broadcast);
+      for (std::size_t i = 0; i < len; ++i) out[at + i] = values[i] != T(0);
+    }
+  };
+  if (n > chunk) {
+    tenferro::detail::parallel_ranges(n, chunk, tenferro::detail::split::adaptive, body);
+  } else {
+    body(0, n);
+  }
+  return r;
+}
+
 }  // namespace detail
 
 template <class E>
 Tensor fused_kernels<E>::forward(const E& e, std::span<const Tensor> in, std::string_view op) {
   detail::check_arity<arity>(in, op);
   const DType dtype = promote(op, in, forward_dtypes);
+  if constexpr (!expr::is_scalar<E> && expr::level<E> == 0) {
+    if (result_dtype<E>(in) == DType::Bool) {  // no intermediate array of the compute type
+      auto r = visit_compute<forward_dtypes>(dtype, [&]<class T>(T) {
+        expr::detail::check_compute_type<T>(op, e);
+        return detail::predicate_in_one_pass<T>(e, in, op);
+      });
+      if (r) return std::move(*r);
+    }
+  }
   Tensor out = [&] {
     if constexpr (!expr::is_scalar<E>) {
       if (detail::same_dtype_and_shape(in) && in[0].dtype() == dtype) {  // built in place
