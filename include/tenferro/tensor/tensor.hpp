@@ -187,6 +187,14 @@ class Tensor {
   // Per axis, the distance in elements between neighbours in the buffer: column_major_strides of
   // the shape unless this is a view (0 on a broadcast axis).
   Strides strides() const { return view_ ? view_->strides : column_major_strides(extents()); }
+  // The strides as stored, without a copy: a view's own, else the container's (which has 0 on an
+  // axis of extent 1, where a stride never matters). Valid while this Tensor lives unchanged.
+  std::span<const std::ptrdiff_t> stored_strides() const noexcept {
+    if (view_) return view_->strides;
+    return std::visit(
+        [](const auto& a) { return std::span<const std::ptrdiff_t>(a.strides().data(), a.strides().size()); },
+        *storage_);
+  }
   // Where element [0, ..., 0] lies in the buffer (0 unless this is a view).
   std::ptrdiff_t offset() const noexcept { return view_ ? view_->offset : 0; }
   // True when this tensor reads a buffer through its own shape, strides and offset.

@@ -19,11 +19,11 @@ struct strided_elements {
   using value_type = T;
   const T* pointer;
   std::span<const std::size_t> extents;
-  Strides steps;
+  std::span<const std::ptrdiff_t> steps;
 
   const T* data() const noexcept { return pointer; }
   std::span<const std::size_t> shape() const noexcept { return extents; }
-  const Strides& strides() const noexcept { return steps; }
+  std::span<const std::ptrdiff_t> strides() const noexcept { return steps; }
   std::size_t dimension() const noexcept { return extents.size(); }
   std::size_t size() const noexcept { return checked_shape_size(extents).value_or(0); }
 };
@@ -52,7 +52,7 @@ class TypedTensor {
   std::span<const T> as_slice() const { return tensor_.as_slice<T>(); }
   // The elements where they lie, without a copy (views included).
   detail::strided_elements<T> elements() const {
-    return {tensor_.data<T>(), tensor_.extents(), tensor_.strides()};
+    return {tensor_.data<T>(), tensor_.extents(), tensor_.stored_strides()};
   }
 
   // Element at a multi-index, one index per dimension; throws Validation when the number of
