@@ -237,7 +237,13 @@ TEST_CASE("comparisons give Bool with IEEE NaN semantics and promote their opera
                    std::function<bool(std::size_t)>([&](std::size_t k) { return v[k] != v[k]; })},
         std::tuple{"x^T > 0 (view)", bools(xt.gt(none)), std::function<bool(std::size_t)>([&](std::size_t k) {
                      return v[(k / cols) + (k % cols) * rows] > 0;  // element (k % cols, k / cols) of x^T
-                   })}}) {
+                   })},
+        std::tuple{"x^T < 0.5 (strided view, same dtype)", bools(xt.lt(half)),
+                   std::function<bool(std::size_t)>(
+                       [&](std::size_t k) { return v[(k / cols) + (k % cols) * rows] < 0.5; })},
+        std::tuple{"reshaped x < 0.5 (contiguous view: the one-pass kernel)",
+                   bools(x.reshape({cols, rows}).lt(half)),
+                   std::function<bool(std::size_t)>([&](std::size_t k) { return v[k] < 0.5; })}}) {
     INFO(name);
     REQUIRE(got.size() == v.size());
     for (std::size_t k = 0; k < v.size(); ++k) REQUIRE(got[k] == want(k));

@@ -144,9 +144,15 @@ TEST_CASE("as_strided refuses views outside the buffer, ranks that differ and ov
   CHECK_THAT(refused({2, 2}, {1}, 0), Catch::Contains("differ in rank"));
   CHECK_THAT(refused({std::size_t(1) << 40, std::size_t(1) << 40}, {0, 0}, 0), Catch::Contains("too many"));
   CHECK_THAT(refused({3}, {PTRDIFF_MAX / 2}, 0), Catch::Contains("outside the buffer"));
+  CHECK_THAT(refused({}, {}, 6), Catch::Contains("outside the buffer"));  // rank 0: the offset alone
+  CHECK_THAT(refused({}, {}, -1), Catch::Contains("outside the buffer"));
+  CHECK_THAT(refused({2}, {1}, PTRDIFF_MAX), Catch::Contains("outside the buffer"));
+  CHECK_THAT(refused({2}, {-1}, PTRDIFF_MIN), Catch::Contains("outside the buffer"));
+  CHECK_THAT(refused({0, 4}, {100, 100}, 7), Catch::Contains("outside the buffer"));
+  CHECK(t.as_strided({}, {}, 5).typed<double>()() == 6);
   // Valid edge cases: a negative stride ending at element 0, and an empty view anywhere.
   CHECK(elements(t.as_strided({6}, {-1}, 5)) == std::vector<double>{6, 3, 5, 2, 4, 1});
-  CHECK(t.as_strided({0, 4}, {100, 100}, 100).size() == 0);
+  CHECK(t.as_strided({0, 4}, {100, 100}, 6).size() == 0);       // an empty view may start at the end
   CHECK(elements(t) == std::vector<double>{1, 4, 2, 5, 3, 6});  // unchanged by the refusals
 }
 

@@ -410,11 +410,18 @@ TENFERRO_INLINE void EagerTensor::backward_with(const EagerTensor& seed, Backwar
     if (state->slot) grads.push_back(g.state().get());
   }
   detail::ad::fill_deferred(grads);
+  // Compact every gradient (a view is copied out of its buffer) before the first slot changes, so
+  // a failing allocation leaves every slot as it was.
+  std::vector<Tensor> values;
+  values.reserve(r.cot.size());
+  for (const auto& [state, g] : r.cot) {
+    if (state->slot) values.push_back(g.materialized().materialized());
+  }
+  std::size_t k = 0;
   for (const auto& [state, g] : r.cot) {
     if (!state->slot) continue;
-    const Tensor value = g.materialized();
     const std::lock_guard lock(state->slot->mutex);
-    add_to(state->slot->grad, value);
+    add_to(state->slot->grad, values[k++]);
   }
 }
 

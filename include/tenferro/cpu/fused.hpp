@@ -257,7 +257,7 @@ std::vector<Tensor> fused_kernels<E>::vjp(const E& e, std::span<const Tensor> in
       return visit_compute<complex_kernels>(dtype, [&]<class T>(T) {
         if constexpr (expr::Complex<T>) {
           const TypedTensor<T> c = typed_as<T>(cotangent);
-          auto conj_c = tenferro::detail::new_array<T>("vjp", c.array().shape());
+          auto conj_c = tenferro::detail::new_array<T>("vjp", c.shape());
           std::transform(c.as_slice().begin(), c.as_slice().end(), conj_c.data(),
                          [](T v) { return std::conj(v); });
           return detail::with_typed<T, arity>(in, [&](const auto&... x) {

@@ -102,16 +102,26 @@ inline Tensor reduce(Reduce r, const Tensor& x_in, const std::vector<bool>& mask
   }
   const bool all = std::all_of(mask.begin(), mask.end(), [](bool b) { return b; });
   return visit_compute(x.dtype(), [&]<class T>(T) {
-    const auto& a = x.array<T>();
-    if (all && (r == Reduce::sum || r == Reduce::mean)) {  // the fused SIMD reduction
+    if (all && (r == Reduce::sum || r == Reduce::mean)) {  // the fused SIMD reduction (reads views)
       const Tensor total = fused_kernels<sum_expr>::forward(sum_expr(expr::arg<0>{}), std::span(&x, 1), op);
       if (r == Reduce::sum) return total;
       if constexpr (!std::is_integral_v<T>) {
         using R = expr::real_t<T>;
-        if (a.size() == 0) return scalar_tensor<T>(T(std::numeric_limits<R>::quiet_NaN()));
-        return scalar_tensor<T>(total.as_slice<T>()[0] / static_cast<R>(a.size()));
+        if (x.size() == 0) return scalar_tensor<T>(T(std::numeric_limits<R>::quiet_NaN()));
+        return scalar_tensor<T>(total.as_slice<T>()[0] / static_cast<R>(x.size()));
       }
     }
+    if constexpr (!expr::Complex<T>) {
+      if (all && r == Reduce::max) {
+        return fused_kernels<max_expr>::forward(max_expr(expr::arg<0>{}), std::span(&x, 1), op);
+      }
+      if constexpr (std::is_floating_point_v<T>) {  // min = -max(-x) is not exact for integers
+        if (all && r == Reduce::min) {
+          return fused_kernels<min_expr>::forward(expr::min(expr::arg<0>{}), std::span(&x, 1), op);
+        }
+      }
+    }
+    const auto& a = x.array<T>();      // the other reductions walk a compact array
     if constexpr (expr::Complex<T>) {  // a sum or a mean over some axes
       auto out = tenferro::detail::new_array<T>(op, reduced_shape(shape, mask));
       std::fill(out.data(), out.data() + out.size(), T(0));
@@ -123,14 +133,6 @@ inline Tensor reduce(Reduce r, const Tensor& x_in, const std::vector<bool>& mask
       }
       return Tensor(std::move(out));
     } else {
-      if (all && r == Reduce::max) {
-        return fused_kernels<max_expr>::forward(max_expr(expr::arg<0>{}), std::span(&x, 1), op);
-      }
-      if constexpr (std::is_floating_point_v<T>) {  // min = -max(-x) is not exact for integers
-        if (all && r == Reduce::min) {
-          return fused_kernels<min_expr>::forward(expr::min(expr::arg<0>{}), std::span(&x, 1), op);
-        }
-      }
       using limits = std::numeric_limits<T>;
       const T init = r == Reduce::sum || r == Reduce::mean ? T(0)
                      : r == Reduce::prod                   ? T(1)

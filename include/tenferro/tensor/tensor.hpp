@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <complex>
 #include <cstdint>
 #include <initializer_list>
@@ -66,7 +67,8 @@ struct view_layout {
   Shape shape;
   Strides strides;
   std::ptrdiff_t offset = 0;
-  mutable std::once_flag compacted;
+  mutable std::mutex compacting;
+  mutable std::atomic<bool> compacted{false};
   mutable std::shared_ptr<tensor_storage> compact;
 };
 
@@ -230,6 +232,9 @@ class Tensor {
                    why, " (the buffer holds ", std::to_string(buffer), " elements)"});
     };
     if (strides.size() != shape.size()) refuse("differ in rank");
+    // The first element inside the buffer (an empty view may start at its end); from there each
+    // axis moves by at most `buffer`, so nothing below overflows.
+    if (offset < 0 || offset > buffer || (*n != 0 && offset == buffer)) refuse("reach outside the buffer");
     if (*n != 0) {
       std::ptrdiff_t low = offset, high = offset;
       for (std::size_t d = 0; d < shape.size(); ++d) {
@@ -286,12 +291,12 @@ class Tensor {
   template <Element T>
   column_major_array<T>& mutable_array() {
     check_dtype<T>("Tensor::mutable_array");
-    if (view_) {
-      storage_ = detail::compact_copy(*storage_, *view_);
+    if (view_) {  // the view's compact copy, taken over when no other copy of the view shares it
+      std::shared_ptr<detail::tensor_storage> compact = compact_storage();
       view_.reset();
-    } else if (storage_.use_count() > 1) {
-      storage_ = detail::make_storage(*storage_);
+      storage_ = std::move(compact);
     }
+    if (storage_.use_count() > 1) storage_ = detail::make_storage(*storage_);
     return std::get<column_major_array<T>>(*storage_);
   }
 
@@ -323,7 +328,15 @@ class Tensor {
   }
 
   const std::shared_ptr<detail::tensor_storage>& compact_storage() const {
-    std::call_once(view_->compacted, [&] { view_->compact = detail::compact_copy(*storage_, *view_); });
+    // Double-checked: made once, under a lock that nothing else is taken or awaited under (the
+    // copy is a plain loop); an allocation failure leaves it to be tried again.
+    if (!view_->compacted.load(std::memory_order_acquire)) {
+      const std::lock_guard lock(view_->compacting);
+      if (!view_->compacted.load(std::memory_order_relaxed)) {
+        view_->compact = detail::compact_copy(*storage_, *view_);
+        view_->compacted.store(true, std::memory_order_release);
+      }
+    }
     return view_->compact;
   }
 

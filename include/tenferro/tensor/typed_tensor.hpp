@@ -79,7 +79,8 @@ class TypedTensor {
     if (index.size() != shape.size()) {
       fail("got " + std::to_string(index.size()) + " indices");
     }
-    const Strides strides = tensor_.is_view() ? tensor_.strides() : Strides{};
+    const std::span<const std::ptrdiff_t> strides =
+        tensor_.is_view() ? tensor_.stored_strides() : std::span<const std::ptrdiff_t>{};
     std::ptrdiff_t k = 0;
     std::ptrdiff_t stride = 1;  // column-major, unless a view
     for (std::size_t d = 0; d < index.size(); ++d) {

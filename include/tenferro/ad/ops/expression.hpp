@@ -74,6 +74,9 @@ struct fusion_of_expr {
 template <class Op>
 requires requires { typename Op::paired_with; }
 struct fusion_of_expr<cpu::unary_expr<Op>> {
+  // Deferred passes compute a pair with sincos_block (ad/deferred.hpp): sin and cos only so far.
+  static_assert(std::is_same_v<Op, expr::ops::sin> || std::is_same_v<Op, expr::ops::cos>,
+                "a new pair of ops needs its pair kernel in the deferred passes");
   static constexpr fusion_kind value = Op::pair_slot == 0 ? fusion_kind::sin : fusion_kind::cos;
 };
 template <>
