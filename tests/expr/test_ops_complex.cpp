@@ -43,7 +43,8 @@ TEST_CASE("the compute type of complex inputs: complex of the floating rule") {
   STATIC_REQUIRE(has_complex_form<decltype(exp(x) * y + log(x) / sqrt(x) - pow(x, y))>);
   STATIC_REQUIRE(!has_complex_form<decltype(maximum(x, y))>);
   STATIC_REQUIRE(complex_differentiable<decltype(sum(sin(x) * exp(y)))>);
-  STATIC_REQUIRE(!complex_differentiable<decltype(sum(pow(x, y)))>);  // pow's rules mask real edge cases
+  STATIC_REQUIRE(complex_differentiable<decltype(sum(pow(x, y)))>);  // its masks compare real parts
+  STATIC_REQUIRE(!complex_differentiable<decltype(sum(maximum(x, y)))>);
 }
 
 TEMPLATE_TEST_CASE("complex values of every op with a complex form match std::complex", "",
@@ -90,4 +91,19 @@ TEST_CASE("complex derivatives are the plain holomorphic ones: sum of c f'(z), n
     CHECK(std::abs(v(i) - std::tanh(a(i))) < 1e-14);
     CHECK(std::abs(t(i) - (1.0 - std::tanh(a(i)) * std::tanh(a(i))) * c(i)) < 1e-13);
   }
+  // pow in both operands: w z^(w-1) and z^w log z; at z = 0 with Re w >= 0 the second is 0.
+  const auto [pv, pg] = value_and_grad(sum(pow(x, y)), a, b);
+  const auto& [pa, pb] = pg;
+  for (std::size_t i = 0; i < 37; ++i) {
+    const C z = a(i), w = b(i);
+    CHECK(std::abs(pa(i) - w * std::pow(z, w - 1.0)) < 1e-12 * (1 + std::abs(pa(i))));
+    CHECK(std::abs(pb(i) - std::pow(z, w) * std::log(z)) < 1e-12 * (1 + std::abs(pb(i))));
+  }
+  column_major_array<C> zero = column_major_array<C>::from_shape({2});
+  zero(0) = 0, zero(1) = 0;
+  column_major_array<C> e = column_major_array<C>::from_shape({2});
+  e(0) = C(2, 1), e(1) = C(-0.5, 3);
+  const auto [zv, zg] = value_and_grad(sum(pow(x, y)), zero, e);
+  CHECK(std::get<1>(zg)(0) == C(0));                 // Re w = 2 >= 0: masked
+  CHECK(!std::isfinite(std::get<1>(zg)(1).real()));  // Re w < 0: not masked
 }

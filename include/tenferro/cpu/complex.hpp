@@ -25,8 +25,8 @@ constexpr DType complex_dtype(DType d) noexcept {
 inline Tensor part_of(const Tensor& z, complex_part p, std::string_view op) {
   if (!is_complex(z.dtype())) {
     throw Error(ErrorKind::Unsupported, std::string(op),
-                "the tensor of shape " + format_shape(z.shape()) + " has dtype " +
-                    std::string(dtype_name(z.dtype())) + ": this kernel takes c32 and c64");
+                "argument 0 of shape " + format_shape(z.shape()) + " has dtype " +
+                    std::string(dtype_name(z.dtype())) + "; this op takes c32, c64");
   }
   return visit_compute<complex_kernels>(z.dtype(), [&]<class C>(C) {
     if constexpr (expr::Complex<C>) {

@@ -33,7 +33,8 @@ template <class A> auto expm1::derivative(const A& a) { return expr::exp(a); }
 template <class A> auto sigmoid::derivative(const A& a) { return make_mul(expr::sigmoid(a), make_sub(one{}, expr::sigmoid(a))); }
 template <class A> auto stop_gradient::derivative(const A&) { return zero{}; }
 
-// [a != 0] + [b < 0]: nonzero where pow's ∂/∂b = a^b ln a holds (not at a = 0 with b >= 0).
+// [a != 0] + [b < 0]: nonzero where pow's ∂/∂b = a^b ln a holds (not at a = 0 with b >= 0; for a
+// complex b, with Re b >= 0, as PyTorch).
 template <class A, class C> auto pow_log_mask(const A& a, const C& b) { return make_add(binary_of<indicator<not_equal>>(a, zero{}), binary_of<indicator<less>>(b, zero{})); }
 
 // binary: ∂f/∂a and ∂f/∂b

@@ -251,9 +251,10 @@ struct minimum {
 
 // v where c != 0, else 0 (also where v is inf or NaN: a select, not a product);  ∂/∂c = 0,
 // ∂/∂v = [c != 0]. Masks the points where a derivative formula is inf * 0 but the limit is 0
-// (pow's rules).
+// (pow's rules, also complex).
 struct where_nonzero {
   static constexpr bool integral = true;
+  static constexpr bool complex = true;
   static constexpr std::string_view name = "where_nonzero";  // in the op table
   static constexpr int cost = 1;
   static constexpr std::string_view symbol = "where_nonzero";
@@ -280,6 +281,7 @@ struct where_nonzero {
 template <class Cmp>
 struct indicator {
   static constexpr bool integral = true;
+  static constexpr bool complex = requires { Cmp::complex; };    // pow's rules (rules.hpp)
   static constexpr bool predicate = is_predicate<Cmp>();         // the IEEE comparisons of logical.hpp
   static constexpr std::string_view name = Cmp::indicator_name;  // in the op table
   static constexpr int cost = 1;
@@ -317,9 +319,14 @@ struct greater_equal {  // a >= b, or a is NaN
 struct less {  // not greater_equal: a < b, or b is NaN and a is not
   static constexpr std::string_view symbol = "<";
   static constexpr std::string_view indicator_name = "indicator_lt";
+  static constexpr bool complex = true;  // of complex operands, their real parts (as PyTorch's pow rule)
   template <class V>
   auto operator()(const V& a, const V& b) const {
-    return !((a >= b) | is_nan(a));
+    if constexpr (requires { a.real(); }) {
+      return (*this)(a.real(), b.real());
+    } else {
+      return !((a >= b) | is_nan(a));
+    }
   }
 };
 struct less_equal {  // a <= b, or a is NaN
@@ -349,6 +356,7 @@ struct equal {  // a == b, or both are NaN (a max reduction's NaN result is "at"
 struct not_equal {  // a != b (true when either is NaN)
   static constexpr std::string_view symbol = "!=";
   static constexpr std::string_view indicator_name = "indicator_ne";
+  static constexpr bool complex = true;
   template <class V>
   auto operator()(const V& a, const V& b) const {
     return !(a == b);

@@ -1,8 +1,7 @@
-// Dtypes through the eager ops: integer arithmetic against an exact reference (128-bit
-// arithmetic wrapped to the dtype's width), comparisons and logical ops to Bool, reductions and
-// conversions of integers and bools, promotion of every dtype pair, what tracks grad, and the
-// errors of integer division and fractional numbers.
-#include "../errors.hpp"
+// Dtype semantics beyond what the op harness checks (ops/test_elementwise.cpp): numbers meeting
+// integers, integer division by zero, IEEE comparisons with NaN, truthiness of logical operands,
+// conversions, what tracks grad, real operands of complex computations, and the refusals.
+#include "../../errors.hpp"
 
 #include <tenferro/eager.hpp>
 
@@ -23,113 +22,8 @@ using namespace tenferro::test;
 
 namespace {
 
-// Exact arithmetic for the references (a GCC and Clang extension).
-__extension__ typedef __int128 i128;
-__extension__ typedef unsigned __int128 u128;
-
-// v modulo 2^bits of T, as a T.
-template <class T>
-T wrapped(i128 v) {
-  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(static_cast<u128>(v)));
-}
-
-// The exact results of the integer ops, wrapped to T.
-template <class T>
-T reference(const std::string& op, T a, T b) {
-  const i128 x = a, y = b;
-  if (op == "add") return wrapped<T>(x + y);
-  if (op == "sub") return wrapped<T>(x - y);
-  if (op == "mul") return wrapped<T>(x * y);
-  if (op == "div") return wrapped<T>(x / y);  // C++ truncates toward zero
-  if (op == "rem") return wrapped<T>(x % y);
-  if (op == "maximum") return a > b ? a : b;
-  if (op == "minimum") return a < b ? a : b;
-  if (op == "pow") {
-    u128 r = 1;
-    for (T k = 0; k < b; ++k) r = static_cast<u128>(wrapped<T>(static_cast<i128>(r) * x));
-    return wrapped<T>(static_cast<i128>(r));
-  }
-  FAIL("no reference for " << op);
-  return 0;
-}
-template <class T>
-T reference(const std::string& op, T a) {
-  const i128 x = a;
-  if (op == "neg") return wrapped<T>(-x);
-  if (op == "abs") return wrapped<T>(x < 0 ? -x : x);
-  if (op == "sign") return a > 0 ? 1 : a < 0 ? -1 : 0;
-  if (op == "square") return wrapped<T>(x * x);
-  FAIL("no reference for " << op);
-  return 0;
-}
-
 EagerTensor binary(const std::string& op, const EagerTensor& a, const EagerTensor& b) {
-  if (op == "add") return a + b;
-  if (op == "sub") return a - b;
-  if (op == "mul") return a * b;
-  if (op == "div") return a / b;
-  if (op == "rem") return a.rem(b);
-  if (op == "pow") return a.pow(b);
-  if (op == "maximum") return a.maximum(b);
-  return a.minimum(b);
-}
-EagerTensor unary(const std::string& op, const EagerTensor& a) {
-  if (op == "neg") return -a;
-  if (op == "abs") return a.abs();
-  if (op == "sign") return a.sign();
-  return a.square();
-}
-
-// Operands with the edges of T (its extremes, -1, 0, 1) and random values; `b` avoids 0 (a
-// divisor) and, for pow, is a small exponent.
-template <class T>
-std::pair<std::vector<T>, std::vector<T>> operands(const std::string& op, std::size_t n) {
-  using lim = std::numeric_limits<T>;
-  const std::vector<T> edges{lim::max(), lim::lowest(), T(-1), T(0), T(1), T(lim::max() - 1), T(7), T(-7)};
-  std::mt19937_64 rng(42);
-  std::uniform_int_distribution<T> any(lim::lowest(), lim::max());
-  std::uniform_int_distribution<T> small(0, 40);
-  std::vector<T> a(n), b(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    a[i] = i < edges.size() * edges.size() ? edges[i % edges.size()] : any(rng);
-    b[i] = op == "pow" ? small(rng) : i < edges.size() * edges.size() ? edges[i / edges.size()] : any(rng);
-    if (op != "pow" && b[i] == 0) b[i] = -1;
-  }
-  return {a, b};
-}
-
-template <class T>
-void check_integer_family() {
-  auto ctx = EagerRuntime::create();
-  const std::size_t n = 1000;  // edges pairwise, then random; more than one SIMD batch and a tail
-  for (const std::string op : {"add", "sub", "mul", "div", "rem", "pow", "maximum", "minimum"}) {
-    INFO(op << " in " << dtype_name(dtype_of<T>));
-    auto [a, b] = operands<T>(op, n);
-    const auto x = EagerTensor::from_vec_col_major_in<T>({n}, a, ctx);
-    const auto y = EagerTensor::from_vec_col_major_in<T>({n}, b, ctx);
-    const EagerTensor r = binary(op, x, y);
-    REQUIRE(r.dtype() == dtype_of<T>);
-    const auto got = r.materialized().template as_slice<T>();
-    for (std::size_t i = 0; i < n; ++i) {
-      INFO("element " << i << ": " << a[i] << " " << op << " " << b[i]);
-      REQUIRE(got[i] == reference<T>(op, a[i], b[i]));
-    }
-    // The second operand broadcast from rank 0 (read from a register).
-    const auto s = EagerTensor::from_vec_col_major_in<T>({}, {b[3]}, ctx);
-    const Tensor rb = binary(op, x, s).materialized();
-    const auto got_b = rb.template as_slice<T>();
-    for (std::size_t i = 0; i < n; ++i) {
-      INFO("element " << i << ": " << a[i] << " " << op << " " << b[3]);
-      REQUIRE(got_b[i] == reference<T>(op, a[i], b[3]));
-    }
-  }
-  for (const std::string op : {"neg", "abs", "sign", "square"}) {
-    INFO(op << " in " << dtype_name(dtype_of<T>));
-    auto [a, b] = operands<T>(op, n);
-    const auto got = unary(op, EagerTensor::from_vec_col_major_in<T>({n}, a, ctx)).materialized();
-    REQUIRE(got.dtype() == dtype_of<T>);
-    for (std::size_t i = 0; i < n; ++i) REQUIRE(got.template as_slice<T>()[i] == reference<T>(op, a[i]));
-  }
+  return op == "div" ? a / b : a.rem(b);
 }
 
 template <class T>
@@ -140,11 +34,6 @@ std::vector<T> values_of(const EagerTensor& t) {
 }
 
 }  // namespace
-
-TEST_CASE("integer ops wrap and truncate and match an exact reference in i32 and i64", "[dtypes]") {
-  check_integer_family<std::int32_t>();
-  check_integer_family<std::int64_t>();
-}
 
 TEST_CASE("integers with numbers: whole numbers keep the dtype, fractions are refused", "[dtypes]") {
   auto ctx = EagerRuntime::create();
@@ -275,55 +164,6 @@ TEST_CASE("logical ops take any real dtype, nonzero (and NaN) being true", "[dty
   CHECK(bools(p * q) == B{true, false, false, false});
 }
 
-TEST_CASE("the result dtype of a binary op is promote_types for every pair of dtypes", "[dtypes]") {
-  auto ctx = EagerRuntime::create();
-  const DType all[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool, DType::C32, DType::C64};
-  for (const DType a : all) {
-    for (const DType b : all) {
-      INFO(dtype_name(a) << " + " << dtype_name(b));
-      const auto x = EagerTensor::from_tensor_in(Tensor::full({3}, 1.0, a), ctx);
-      const auto y = EagerTensor::from_tensor_in(Tensor::full({3}, 2.0, b), ctx);
-      const EagerTensor r = x + y;
-      REQUIRE(r.dtype() == promote_types(a, b));
-      // 1 + 2, where a bool holds true (1); true + true is true.
-      const double want = a == DType::Bool && b == DType::Bool ? 1.0 : 1.0 + (b == DType::Bool ? 1.0 : 2.0);
-      const Tensor values = cpu::cast(r.materialized(), DType::F64);
-      for (const double v : values.as_slice<double>()) CHECK(v == want);
-    }
-  }
-}
-
-TEST_CASE("integer and bool reductions: sums wrap, bools count in i64, max and min are exact", "[dtypes]") {
-  auto ctx = EagerRuntime::create();
-  const std::int32_t big = std::numeric_limits<std::int32_t>::max();
-  const std::int32_t low = std::numeric_limits<std::int32_t>::lowest();
-  const auto x = EagerTensor::from_vec_col_major_in<std::int32_t>({2, 3}, {big, 1, low, 5, -3, 2}, ctx);
-  CHECK(values_of<std::int32_t>(x.reduce_sum()) == std::vector<std::int32_t>{4});  // big + low = -1
-  const auto y = EagerTensor::from_vec_col_major_in<std::int32_t>({3}, {big, 1, 2}, ctx);
-  CHECK(values_of<std::int32_t>(y.reduce_sum()) == std::vector<std::int32_t>{low + 2});  // wraps once
-  CHECK(values_of<std::int32_t>(x.reduce_max()) == std::vector<std::int32_t>{big});
-  CHECK(values_of<std::int32_t>(x.reduce_min()) == std::vector<std::int32_t>{low});
-  CHECK(values_of<std::int32_t>(x.reduce_sum({0})) == std::vector<std::int32_t>{low, low + 5, -1});
-  CHECK(values_of<std::int32_t>(x.reduce_min({1})) == std::vector<std::int32_t>{low, 1});
-  CHECK(values_of<std::int32_t>(x.reduce_max({1})) == std::vector<std::int32_t>{big, 5});
-  CHECK(values_of<std::int32_t>(x.reduce_prod({0})) == std::vector<std::int32_t>{big, low, -6});
-  CHECK(kind_of([&] { (void)x.reduce_mean(); }) == ErrorKind::Unsupported);
-  // Large enough for the fused SIMD sum and max.
-  std::vector<std::int64_t> ramp(100003);
-  for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<std::int64_t>(i) * 1000003 - 7;
-  const auto r = EagerTensor::from_vec_col_major_in<std::int64_t>({ramp.size()}, ramp, ctx);
-  std::int64_t want = 0;
-  for (const auto v : ramp) want += v;
-  CHECK(values_of<std::int64_t>(r.reduce_sum()) == std::vector<std::int64_t>{want});
-  CHECK(values_of<std::int64_t>(r.reduce_max()) == std::vector<std::int64_t>{ramp.back()});
-  CHECK(values_of<std::int64_t>(r.reduce_min()) == std::vector<std::int64_t>{-7});
-  const auto p =
-      EagerTensor::from_tensor_in(Tensor::from_vec_col_major<bool>({4}, {true, false, true, true}), ctx);
-  CHECK(values_of<std::int64_t>(p.reduce_sum()) == std::vector<std::int64_t>{3});
-  CHECK(values_of<bool>(p.reduce_max()) == std::vector<bool>{true});
-  CHECK(values_of<bool>(p.reduce_min()) == std::vector<bool>{false});
-}
-
 TEST_CASE("to converts between dtypes: truncation, saturation, NaN to 0, nonzero to true", "[dtypes]") {
   auto ctx = EagerRuntime::create();
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -371,4 +211,55 @@ TEST_CASE("ops without an integer form refuse integer inputs, naming the op and 
   // Structural ops move integers and bools as they are.
   CHECK(values_of<std::int32_t>(x.reshape({1, 2}).transpose({1, 0}).broadcast_to({2, 2})) ==
         std::vector<std::int32_t>{1, 2, 1, 2});
+}
+
+TEST_CASE("a real leaf in a complex computation gets a real gradient", "[complex]") {
+  using C = std::complex<double>;
+  auto ctx = EagerRuntime::create();
+  const std::vector<C> z0{{0.5, -1}, {1.5, 0.25}, {-0.75, 2}, {1, 1}, {-2, -0.5}};
+  // A real leaf in a complex computation gets a real gradient: d/dx sum(real(x z)) = real(z).
+  const auto xl =
+      EagerTensor::requires_grad_in(Tensor::from_vec_col_major<double>({5}, {1, 2, 3, 4, 5}), ctx);
+  const auto zc = EagerTensor::from_vec_col_major_in<C>({5}, z0, ctx);
+  (xl * zc).real().reduce_sum().backward();
+  REQUIRE(xl.grad()->dtype() == DType::F64);
+  for (std::size_t k = 0; k < 5; ++k) CHECK(xl.grad()->as_slice<double>()[k] == Approx(z0[k].real()));
+  // A real leaf made complex with to(): the gradient comes back as the real part.
+  const auto xr = EagerTensor::requires_grad_in(Tensor::from_vec_col_major<double>({2}, {3, -4}), ctx);
+  const auto i = EagerTensor::from_tensor_in(Tensor::from_vec_col_major<C>({}, {C(0, 1)}), ctx);
+  (xr.to(DType::C64) * i).imag().reduce_sum().backward();  // imag(i x) = x
+  CHECK(xr.grad()->as_slice<double>()[0] == 1.0);
+  CHECK(xr.grad()->as_slice<double>()[1] == 1.0);
+}
+
+TEST_CASE("complex pow differentiates in both operands, as PyTorch", "[complex]") {
+  // L = Re(z^w) at z = 1 + i, w = 2: dL/dz = conj(w z^(w-1)) = 2 - 2i and
+  // dL/dw = conj(z^w log z) = conj(2i (log(2) / 2 + i pi / 4)) = -pi / 2 - i log(2).
+  using C = std::complex<double>;
+  auto ctx = EagerRuntime::create();
+  const auto z = EagerTensor::requires_grad_in(Tensor::from_vec_col_major<C>({}, {C(1, 1)}), ctx);
+  const auto w = EagerTensor::requires_grad_in(Tensor::from_vec_col_major<C>({}, {C(2, 0)}), ctx);
+  z.pow(w).real().backward();
+  const C gz = z.grad()->as_slice<C>()[0], gw = w.grad()->as_slice<C>()[0];
+  CHECK(std::abs(gz - C(2, -2)) < 1e-14);
+  CHECK(std::abs(gw - C(-M_PI / 2, -std::log(2.0))) < 1e-14);
+}
+
+TEST_CASE("complex refusals: a complex loss, ops without complex kernels, imag of a real tensor",
+          "[complex]") {
+  auto ctx = EagerRuntime::create();
+  const auto z = EagerTensor::requires_grad_in(
+      Tensor::from_vec_col_major<std::complex<double>>({3}, {{0.5, -1}, {1.5, 0.25}, {-0.75, 2}}), ctx);
+  const std::string msg = message_of([&] { z.reduce_sum().backward(); });
+  CHECK(msg.rfind("DtypeMismatch in backward", 0) == 0);
+  CHECK(msg.find("real loss") != std::string::npos);
+  CHECK(message_of([&] { (void)z.maximum(z); }).rfind("Unsupported in maximum", 0) == 0);
+  CHECK(message_of([&] { (void)z.reduce_max(); }).find("c64") != std::string::npos);
+  CHECK(kind_of([&] { (void)z.sigmoid(); }) == ErrorKind::Unsupported);
+  const auto x = EagerTensor::from_vec_col_major_in<double>({2}, {1, 2}, ctx);
+  CHECK(kind_of([&] { (void)x.imag(); }) == ErrorKind::Unsupported);
+  CHECK(x.real().materialized().shares_storage_with(x.materialized()));
+  // The runtime stays usable.
+  (z * z).abs().reduce_sum().backward();
+  CHECK(z.grad()->dtype() == DType::C64);
 }
