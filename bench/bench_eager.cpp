@@ -159,6 +159,13 @@ void normal_apply(benchmark::State& s) {
   });
 }
 
+// mu and sigma as numbers of the expression (as_scalar): hoisted as the engine hoists numbers.
+void normal_apply_scalars(benchmark::State& s) {
+  normal_eager(s, [](const EagerTensor& x, const EagerTensor& mu, const EagerTensor& sigma) {
+    return apply(normal_expr, x, as_scalar(mu), as_scalar(sigma));
+  });
+}
+
 void normal_engine(benchmark::State& s) {
   normal_inputs in(s);
   const auto x = in.x.typed<double>();
@@ -295,6 +302,11 @@ BENCHMARK(normal_op_by_op)
     ->UseRealTime()
     ->MinWarmUpTime(0.5);
 BENCHMARK(normal_apply)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+BENCHMARK(normal_apply_scalars)
+    ->Args({1000000, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime()
+    ->MinWarmUpTime(0.5);
 BENCHMARK(normal_engine)
     ->Args({1000000, 1})
     ->Unit(benchmark::kMicrosecond)

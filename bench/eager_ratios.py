@@ -34,18 +34,22 @@ for threads in [1, 2]:
     if pt:
         print(f"| PyTorch forward+backward | {threads} | {pt:.0f} | {pt / engine:.2f} | 1.00 |")
 print()
-print("| one thread, N = 1e6, forward + backward | µs | / engine value_and_grad | / PyTorch |")
-print("| --- | ---: | ---: | ---: |")
-for workload, names in [("normal", ["normal_op_by_op", "normal_apply", "normal_engine", "normal_engine_numbers"]),
+print("| one thread, N = 1e6, forward + backward | µs | / engine, arrays | / engine, numbers | / PyTorch |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for workload, names in [("normal", ["normal_op_by_op", "normal_apply", "normal_apply_scalars", "normal_engine",
+                                    "normal_engine_numbers"]),
                         ("lse", ["lse_op_by_op", "lse_engine"])]:
     engine = ours[(f"{workload}_engine", 1000000, 1)]
+    numbers = ours.get((f"{workload}_engine_numbers", 1000000, 1))
     pt = torch.get((workload, 1000000, 1))
     for name in names:
         us = ours[(name, 1000000, 1)]
         vs_pt = f"{us / pt:.2f}" if pt else "-"
-        print(f"| {name} | {us:.0f} | {us / engine:.2f} | {vs_pt} |")
+        vs_numbers = f"{us / numbers:.2f}" if numbers else "-"
+        print(f"| {name} | {us:.0f} | {us / engine:.2f} | {vs_numbers} | {vs_pt} |")
     if pt:
-        print(f"| PyTorch {workload} | {pt:.0f} | {pt / engine:.2f} | 1.00 |")
+        print(f"| PyTorch {workload} | {pt:.0f} | {pt / engine:.2f} | {pt / numbers:.2f} | 1.00 |" if numbers
+              else f"| PyTorch {workload} | {pt:.0f} | {pt / engine:.2f} | - | 1.00 |")
 print()
 print("| other dtypes, one thread, N = 1e6 | tenferro µs | PyTorch µs | tenferro / PyTorch |")
 print("| --- | ---: | ---: | ---: |")

@@ -128,16 +128,18 @@ inline void check_exact(const op_case& c, DType dtype) {
   const auto values = exact_inputs(c, dtype, n);
   const DType compute = dtype == DType::Bool ? DType::I32 : dtype;
   const DType out_dtype = result_dtype(c, dtype);
-  // Every input of shape [n], then (binary ops) the second one of rank 0 (a broadcast register).
-  for (const bool rank0 : {false, true}) {
-    if (rank0 && values.size() < 2) break;
+  // Every input of shape [n]; then (binary ops) the second one of rank 0 (a broadcast register),
+  // holding each of the values its first elements hold (the dtype's edges) in turn.
+  const std::size_t edges = dtype == DType::Bool ? 2 : 8;
+  for (std::size_t round = 0; round <= (values.size() < 2 ? 0 : edges); ++round) {
+    const bool rank0 = round > 0;
     std::vector<Shape> shapes(values.size(), Shape{n});
     Inputs inputs;
     std::vector<std::vector<i128>> used = values;
     for (std::size_t k = 0; k < values.size(); ++k) {
       if (rank0 && k == 1) {
         shapes[k] = {};
-        used[k] = {values[k][3]};
+        used[k] = {values[k][(round - 1) * edges]};
       }
       inputs.push_back(EagerTensor::requires_grad_in(exact_tensor(shapes[k], used[k], dtype), ctx));
     }
@@ -160,19 +162,22 @@ inline void check_exact(const op_case& c, DType dtype) {
 inline void check_pairs(const op_case& c) {
   auto ctx = EagerRuntime::create();
   const Shape shape{3};
-  const std::vector<C> values{1, 2, 3};  // in every dtype (true for a bool), no zero divisor
+  // In every dtype (true for a bool); equal, then different with fractional quotients; no zero
+  // divisor.
+  const std::vector<C> xs{3, 5, 7}, ys{3, 2, 4};
   for (const DType a : all_dtypes) {
     for (const DType b : all_dtypes) {
       INFO(c.op << " of " << dtype_name(a) << " and " << dtype_name(b));
-      const auto x = EagerTensor::from_tensor_in(tensor_of(shape, values, a), ctx);
-      const auto y = EagerTensor::from_tensor_in(tensor_of(shape, values, b), ctx);
+      const auto x = EagerTensor::from_tensor_in(tensor_of(shape, xs, a), ctx);
+      const auto y = EagerTensor::from_tensor_in(tensor_of(shape, ys, b), ctx);
       const DType p = promote_types(a, b);
       if (std::find(c.dtypes.begin(), c.dtypes.end(), p) == c.dtypes.end()) {
         const std::string msg = message_of([&] { (void)c.f({x, y}); });
         INFO(msg);
-        CHECK(msg.rfind("Unsupported in ", 0) == 0);
+        CHECK(msg.rfind("Unsupported in " + c.op, 0) == 0);
         CHECK(msg.find("argument") != std::string::npos);
         CHECK(msg.find("[3]") != std::string::npos);
+        CHECK((msg.find(dtype_name(a)) != std::string::npos || msg.find(dtype_name(b)) != std::string::npos));
         continue;
       }
       const EagerTensor r = c.f({x, y});
@@ -186,7 +191,7 @@ inline void check_pairs(const op_case& c) {
   const auto y = EagerTensor::from_tensor_in(Tensor::ones({4}, c.dtypes.back()), ctx);
   const std::string msg = message_of([&] { (void)c.f({x, y}); });
   INFO(msg);
-  CHECK(msg.rfind("ShapeMismatch in ", 0) == 0);
+  CHECK(msg.rfind("ShapeMismatch in " + c.op, 0) == 0);
   CHECK(msg.find("[3, 2]") != std::string::npos);
   CHECK(msg.find("[4]") != std::string::npos);
   CHECK(c.f({x, x}).shape() == Shape{3, 2});
@@ -201,7 +206,7 @@ inline void check_refusals(const op_case& c) {
     for (const Shape& s : c.shapes) in.push_back(EagerTensor::requires_grad_in(Tensor::ones(s, d), ctx));
     const std::string msg = message_of([&] { (void)c.f(in); });
     INFO(msg);
-    CHECK(msg.rfind("Unsupported in ", 0) == 0);
+    CHECK(msg.rfind("Unsupported in " + c.op, 0) == 0);
     CHECK(msg.find("argument") != std::string::npos);
     CHECK(msg.find(dtype_name(d)) != std::string::npos);
   }

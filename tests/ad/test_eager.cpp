@@ -1,5 +1,5 @@
 // ad/: EagerRuntime and EagerTensor — construction, slots and backward, the functional transforms,
-// higher order, apply, errors and memory.
+// higher order, errors and memory (apply: test_apply.cpp).
 #include <tenferro/eager.hpp>
 
 #include <catch2/catch.hpp>
@@ -277,50 +277,6 @@ TEST_CASE("backward with create_graph leaves differentiable gradients") {
   CHECK(scalar(ctx->grad(g, x)) == 18);
   ctx->clear_grads();
   CHECK_FALSE(x.grad_tensor().has_value());
-}
-
-TEST_CASE("apply: one fused node, its gradients, and higher order through it") {
-  namespace ct = tenferro::expr;
-  auto ctx = EagerRuntime::create();
-  auto [a, b] = ct::placeholders<2>();
-  const std::vector<double> xs{0.1, 0.5, -0.3, 1.2}, ys{0.7, -0.2, 0.4, 0.9};
-  auto x = leaf(ctx, {4}, xs);
-  auto y = leaf(ctx, {4}, ys);
-  const auto nodes = live_tape_nodes();
-  auto loss = apply(ct::sum(sin(a) * b + exp(a * b)), x, y);
-  CHECK(live_tape_nodes() == nodes + 1);
-  CHECK(loss.state()->grad_fn->name() == "apply");
-  double value = 0;
-  for (int i = 0; i < 4; ++i) value += std::sin(xs[i]) * ys[i] + std::exp(xs[i] * ys[i]);
-  CHECK(scalar(loss) == Approx(value));
-  loss.backward();
-  for (int i = 0; i < 4; ++i) {
-    CHECK(values(*x.grad())[i] == Approx(std::cos(xs[i]) * ys[i] + std::exp(xs[i] * ys[i]) * ys[i]));
-    CHECK(values(*y.grad())[i] == Approx(std::sin(xs[i]) + std::exp(xs[i] * ys[i]) * xs[i]));
-  }
-  // The same as op by op.
-  ctx->clear_grads();
-  (x.sin() * y + (x * y).exp()).reduce_sum().backward();
-  for (int i = 0; i < 4; ++i) {
-    CHECK(values(*x.grad())[i] == Approx(std::cos(xs[i]) * ys[i] + std::exp(xs[i] * ys[i]) * ys[i]));
-  }
-  // An elementwise apply: vjp and jvp.
-  auto e = apply(a * a * b, x, y);
-  auto c = constant(ctx, {4}, {1, 2, 3, 4});
-  auto dx = ctx->vjp(e, x, c);
-  auto tx = ctx->jvp(e, y, c);
-  for (int i = 0; i < 4; ++i) {
-    CHECK(values(dx)[i] == Approx(2 * xs[i] * ys[i] * (i + 1)));
-    CHECK(values(tx)[i] == Approx(xs[i] * xs[i] * (i + 1)));
-  }
-  // Higher order: the gradient is again one fused node; d²/dx² of sum(a³) = 6a.
-  auto cube = apply(ct::sum(a * a * a), x);
-  auto g = ctx->grad(cube, x);
-  CHECK(g.state()->grad_fn->name() == "apply");
-  auto hv = ctx->jvp(g, x, constant(ctx, {4}, {1, 1, 1, 1}));
-  for (int i = 0; i < 4; ++i) CHECK(values(hv)[i] == Approx(6 * xs[i]));
-  auto third = ctx->grad(ctx->vjp(g, x, constant(ctx, {4}, {1, 0, 0, 0})).reduce_sum(), x);
-  CHECK(values(third)[0] == Approx(6));
 }
 
 TEST_CASE("with_execution_session runs provider-neutral ops on plain tensors") {

@@ -24,10 +24,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -50,6 +52,16 @@ struct fused_kernels {
   // Scalar e only: the value and the gradient of every input (in its shape and dtype), one pass.
   static Tensor value_and_grad(const E& e, std::span<const Tensor> in, std::vector<Tensor>& grads,
                                std::string_view op) requires expr::is_scalar<E>;
+
+  // forward and value_and_grad with input k, for each bit k of Numbers, bound as a number of the
+  // expression (its one element; it must have rank 0): what depends on numbers alone is computed
+  // once, before the loop, as for numbers given to the compile-time layer. Numbers bind in f32
+  // and f64; in other dtypes every input is an array, as in forward.
+  template <std::uint32_t Numbers>
+  static Tensor forward_binding(const E& e, std::span<const Tensor> in, std::string_view op);
+  template <std::uint32_t Numbers>
+  static Tensor value_and_grad_binding(const E& e, std::span<const Tensor> in, std::vector<Tensor>& grads,
+                                       std::string_view op) requires expr::is_scalar<E>;
 
   // The cotangent of every input given the output's cotangent, one pass (plus the reductions that
   // undo broadcasting).
@@ -96,10 +108,24 @@ DType result_dtype(std::span<const Tensor> in) {
 
 namespace detail {
 
-// Calls f with a TypedTensor<T> view (or converted copy) of each of the first N tensors.
-template <class T, std::size_t N, class F>
-decltype(auto) with_typed(std::span<const Tensor> in, F&& f) {
-  return [&]<std::size_t... K>(std::index_sequence<K...>)->decltype(auto) { return f(typed_as<T>(in[K])...); }
+// Input k as the compile-time layer takes it: a TypedTensor<T> view (or converted copy), or, for
+// bit k of Numbers, its one element as a T.
+template <class T, std::uint32_t Numbers, std::size_t K>
+auto bound(const Tensor& t) {
+  if constexpr (K < 32 && ((Numbers >> K) & 1u) != 0) {
+    return t.dtype() == dtype_of<T> ? t.data<T>()[0] : cast(t, dtype_of<T>).template data<T>()[0];
+  } else {
+    return typed_as<T>(t);
+  }
+}
+
+// Calls f with each of the first N tensors bound (`bound`).
+template <class T, std::size_t N, class F, std::uint32_t Numbers = 0>
+decltype(auto) with_typed(std::span<const Tensor> in, F&& f,
+                          std::integral_constant<std::uint32_t, Numbers> = {}) {
+  return [&]<std::size_t... K>(std::index_sequence<K...>)->decltype(auto) {
+    return f(bound<T, Numbers, K>(in[K])...);
+  }
   (std::make_index_sequence<N>{});
 }
 
@@ -112,24 +138,35 @@ Tensor to_tensor(column_major_array<T>&& value) {
   return Tensor(std::move(value));
 }
 
+// A gradient (an array, or a number for an input bound as one) as a Tensor, scaled by `scale`
+// unless it is 1, then conjugated when `conjugate`.
+template <class T, class G>
+Tensor gradient_tensor(G&& g, T scale, bool conjugate) {
+  auto each = [&](T& v) {
+    if (scale != T(1)) v *= scale;
+    if constexpr (expr::Complex<T>) {
+      if (conjugate) v = std::conj(v);
+    }
+  };
+  if constexpr (expr::Number<std::remove_cvref_t<G>>) {
+    T v = g;
+    each(v);
+    return scalar_tensor<T>(v);
+  } else {
+    if (scale != T(1) || conjugate) std::for_each(g.data(), g.data() + g.size(), each);
+    return Tensor(std::move(g));
+  }
+}
+
 // Each gradient of a tuple as a Tensor of its input's dtype (a real input of a complex
-// computation: the real part), scaled by `scale` unless it is 1, then conjugated when `conjugate`.
+// computation: the real part), scaled and conjugated as gradient_tensor does.
 template <class T, class Tuple>
 std::vector<Tensor> gradient_tensors(Tuple&& grads, std::span<const Tensor> in, T scale = T(1),
                                      bool conjugate = false) {
   std::vector<Tensor> out;
   out.reserve(in.size());
-  std::apply(
-      [&](auto&... g) {
-        ((scale != T(1) ? void(std::for_each(g.data(), g.data() + g.size(), [&](T& v) { v *= scale; }))
-                        : void()),
-         ...);
-        if constexpr (expr::Complex<T>) {
-          if (conjugate) (std::for_each(g.data(), g.data() + g.size(), [](T& v) { v = std::conj(v); }), ...);
-        }
-        (out.push_back(Tensor(std::move(g))), ...);
-      },
-      grads);
+  std::apply([&](auto&... g) { (out.push_back(gradient_tensor<T>(std::move(g), scale, conjugate)), ...); },
+             grads);
   for (std::size_t k = 0; k < out.size(); ++k) out[k] = cast(out[k], in[k].dtype());
   return out;
 }
@@ -233,16 +270,46 @@ Tensor fused_kernels<E>::forward(const E& e, std::span<const Tensor> in, std::st
 template <class E>
 Tensor fused_kernels<E>::value_and_grad(const E& e, std::span<const Tensor> in, std::vector<Tensor>& grads,
                                         std::string_view op) requires expr::is_scalar<E> {
+  return value_and_grad_binding<0>(e, in, grads, op);
+}
+
+template <class E>
+template <std::uint32_t Numbers>
+Tensor fused_kernels<E>::value_and_grad_binding(const E& e, std::span<const Tensor> in,
+                                                std::vector<Tensor>& grads,
+                                                std::string_view op) requires expr::is_scalar<E> {
   detail::check_arity<arity>(in, op);
   const DType dtype = promote_floating(op, in);
   broadcast_shapes(op, in);
   return visit_real(dtype, [&]<class T>(T) {
-    return detail::with_typed<T, arity>(in, [&](const auto&... x) {
-      auto r = expr::value_and_grad(e, x...);
-      grads = detail::gradient_tensors<T>(std::move(r.grad), in);
-      return scalar_tensor<T>(r.value);
-    });
+    return detail::with_typed<T, arity>(
+        in,
+        [&](const auto&... x) {
+          auto r = expr::value_and_grad(e, x...);
+          grads = detail::gradient_tensors<T>(std::move(r.grad), in);
+          return scalar_tensor<T>(r.value);
+        },
+        std::integral_constant<std::uint32_t, Numbers>{});
   });
+}
+
+template <class E>
+template <std::uint32_t Numbers>
+Tensor fused_kernels<E>::forward_binding(const E& e, std::span<const Tensor> in, std::string_view op) {
+  detail::check_arity<arity>(in, op);
+  const DType dtype = promote(op, in, forward_dtypes);
+  if (!is_floating(dtype)) return forward(e, in, op);
+  if constexpr (arity > 1) broadcast_shapes(op, in);
+  Tensor out = visit_real(dtype, [&]<class T>(T) {
+    return detail::with_typed<T, arity>(
+        in,
+        [&](const auto&... x) {
+          expr::detail::check_compute_type<T>(op, e);
+          return detail::to_tensor(expr::eval(e, x...));
+        },
+        std::integral_constant<std::uint32_t, Numbers>{});
+  });
+  return cast(out, result_dtype<E>(in));
 }
 
 template <class E>

@@ -67,7 +67,11 @@ TEST_CASE("integer division by zero and negative integer exponents throw, naming
   CHECK(message_of([&] { (void)x.div_scalar(0); }).find("div_scalar") != std::string::npos);
   CHECK(values_of<std::int64_t>(x.rdiv_scalar(12)) == std::vector<std::int64_t>{2, -2, 2});
   CHECK(kind_of([&] { (void)z.rdiv_scalar(12); }) == ErrorKind::InvalidArgument);
-  // A bool divisor promotes to an integer division too; a floating one divides as IEEE does.
+  // A bool divisor promotes to an integer division too (false is a zero divisor); a floating one
+  // divides as IEEE does.
+  const auto t = EagerTensor::from_tensor_in(Tensor::from_vec_col_major<bool>({3}, {true, false, true}), ctx);
+  CHECK(message_of([&] { (void)(x / t); }).rfind("InvalidArgument in div", 0) == 0);
+  CHECK(values_of<std::int64_t>(x / t.logical_or(t.logical_not())) == std::vector<std::int64_t>{6, -6, 5});
   const auto f = EagerTensor::from_vec_col_major_in<double>({3}, {2, 0, 1}, ctx);
   const auto q = values_of<double>(x / f);
   CHECK(q[0] == 3);

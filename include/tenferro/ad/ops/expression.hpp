@@ -105,7 +105,9 @@ template <class E, node_kind Kind>
 const op_def& expression_def();
 
 // The result of expression e over `in` as one node of its entry; `op` names the call in errors.
-template <class E, node_kind Kind>
+// Input k, for each bit k of Numbers, is bound as a number of the expression when the value is
+// computed (cpu::fused_kernels<E>::forward_binding); it must have rank 0.
+template <class E, node_kind Kind, std::uint32_t Numbers = 0>
 EagerTensor record_expression(std::string_view op, const E& e, std::span<const EagerTensor> in);
 
 template <class X>

@@ -278,13 +278,20 @@ const op_def& expression_def() {
   return def;
 }
 
-template <class E, node_kind Kind>
+template <class E, node_kind Kind, std::uint32_t Numbers>
 EagerTensor record_expression(std::string_view op, const E& e, std::span<const EagerTensor> in) {
   static_assert(expr::arity<E> >= 1, "an expression node needs at least one input");
   if (in.size() != expr::arity<E>) {
     throw Error(ErrorKind::InvalidArgument, std::string(op),
                 "the expression takes " + std::to_string(expr::arity<E>) + " inputs but " +
                     std::to_string(in.size()) + " were given");
+  }
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (k < 32 && ((Numbers >> k) & 1u) != 0 && in[k].rank() != 0) {
+      throw Error(ErrorKind::InvalidArgument, std::string(op),
+                  "argument " + std::to_string(k) + " is given as_scalar but has shape " +
+                      format_shape(in[k].shape()) + "; as_scalar takes a tensor of rank 0");
+    }
   }
   const auto& rt = common_runtime(op, in);
   const op_def& def = expression_def<E, Kind>();
@@ -297,9 +304,19 @@ EagerTensor record_expression(std::string_view op, const E& e, std::span<const E
   auto run = [&](std::span<const Tensor> values) {
     return rt->backend().run(largest_size(in), [&] {
       if constexpr (expr::is_scalar<E> && Kind != node_kind::derived) {
-        if (record && is_floating(dtype)) return cpu::fused_kernels<E>::value_and_grad(e, values, grads, op);
+        if (record && is_floating(dtype)) {
+          if constexpr (Numbers == 0) {
+            return cpu::fused_kernels<E>::value_and_grad(e, values, grads, op);
+          } else {
+            return cpu::fused_kernels<E>::template value_and_grad_binding<Numbers>(e, values, grads, op);
+          }
+        }
       }
-      return cpu::fused_kernels<E>::forward(e, values, op);
+      if constexpr (Numbers == 0) {
+        return cpu::fused_kernels<E>::forward(e, values, op);
+      } else {
+        return cpu::fused_kernels<E>::template forward_binding<Numbers>(e, values, op);
+      }
     });
   };
   Tensor value = [&] {

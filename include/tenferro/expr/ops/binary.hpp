@@ -281,7 +281,13 @@ struct where_nonzero {
 template <class Cmp>
 struct indicator {
   static constexpr bool integral = true;
-  static constexpr bool complex = requires { Cmp::complex; };    // pow's rules (rules.hpp)
+  static constexpr bool complex = [] {  // pow's rules (rules.hpp)
+    if constexpr (requires { Cmp::complex; }) {
+      return Cmp::complex;
+    } else {
+      return false;
+    }
+  }();
   static constexpr bool predicate = is_predicate<Cmp>();         // the IEEE comparisons of logical.hpp
   static constexpr std::string_view name = Cmp::indicator_name;  // in the op table
   static constexpr int cost = 1;
