@@ -18,8 +18,10 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(tenferro_internal_options INTERFACE -march=${TENFERRO_MARCH})
   endif()
   if(TENFERRO_SANITIZE)
+    # -g1: line tables for the sanitizers' stack traces, without the full debug information that
+    # takes the compiled eager runtime's one translation unit to over 13 GB of compiler memory.
     target_compile_options(tenferro_internal_options INTERFACE
-      -fsanitize=${TENFERRO_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all -g)
+      -fsanitize=${TENFERRO_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all -g1)
     target_link_options(tenferro_internal_options INTERFACE -fsanitize=${TENFERRO_SANITIZE})
   endif()
 endif()
