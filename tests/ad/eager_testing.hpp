@@ -38,6 +38,14 @@ inline std::vector<double> as_doubles(const Tensor& t) {
   return {s.begin(), s.end()};
 }
 
+// The elements of t, whose dtype must be U's.
+template <class U>
+std::vector<U> values_of(const EagerTensor& t) {
+  REQUIRE(t.dtype() == dtype_of<U>);
+  const auto s = t.materialized().template as_slice<U>();
+  return {s.begin(), s.end()};
+}
+
 inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
   REQUIRE(a.size() == b.size());
   double s = 0;

@@ -53,6 +53,8 @@ using Exact = std::function<i128(std::span<const i128>, DType compute)>;
 // small non-negative exponent.
 enum class int_domain { any, nonzero, exponent };
 
+inline const std::vector<DType> real_dtypes{DType::F32, DType::F64};
+inline const std::vector<DType> real_or_complex_dtypes{DType::F32, DType::F64, DType::C32, DType::C64};
 inline const std::vector<DType> all_dtypes{DType::F32,  DType::F64, DType::I32, DType::I64,
                                            DType::Bool, DType::C32, DType::C64};
 

@@ -2,6 +2,7 @@
 // integers, integer division by zero, IEEE comparisons with NaN, truthiness of logical operands,
 // conversions, what tracks grad, real operands of complex computations, and the refusals.
 #include "../../errors.hpp"
+#include "../eager_testing.hpp"
 
 #include <tenferro/eager.hpp>
 
@@ -24,13 +25,6 @@ namespace {
 
 EagerTensor binary(const std::string& op, const EagerTensor& a, const EagerTensor& b) {
   return op == "div" ? a / b : a.rem(b);
-}
-
-template <class T>
-std::vector<T> values_of(const EagerTensor& t) {
-  REQUIRE(t.dtype() == dtype_of<T>);
-  const auto s = t.materialized().template as_slice<T>();
-  return {s.begin(), s.end()};
 }
 
 }  // namespace

@@ -13,8 +13,8 @@ using namespace tenferro::test;
 namespace {
 
 using T = EagerTensor;
-const std::vector<DType> R{DType::F32, DType::F64};
-const std::vector<DType> RC{DType::F32, DType::F64, DType::C32, DType::C64};
+const std::vector<DType>& R = real_dtypes;
+const std::vector<DType>& RC = real_or_complex_dtypes;
 const std::vector<DType> RI{DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};
 const std::vector<DType> RIC = all_dtypes;
 const std::vector<DType> numbers = all_dtypes;

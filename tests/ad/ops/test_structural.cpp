@@ -13,8 +13,8 @@ using namespace tenferro::test;
 namespace {
 
 using T = EagerTensor;
-const std::vector<DType> R{DType::F32, DType::F64};
-const std::vector<DType> RC{DType::F32, DType::F64, DType::C32, DType::C64};
+const std::vector<DType>& R = real_dtypes;
+const std::vector<DType>& RC = real_or_complex_dtypes;
 const domain away_from_zero{0.2, 2.0, true};
 
 // The multi-index of column-major position i in shape s.
@@ -197,13 +197,6 @@ std::vector<op_case> cases() {
                RC,
                reduced(red::mean, {}, true)});
   return c;
-}
-
-template <class U>
-std::vector<U> values_of(const EagerTensor& t) {
-  REQUIRE(t.dtype() == dtype_of<U>);
-  const auto s = t.materialized().template as_slice<U>();
-  return {s.begin(), s.end()};
 }
 
 }  // namespace
