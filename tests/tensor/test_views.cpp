@@ -9,6 +9,9 @@
 #include "../errors.hpp"
 #include "../printed.hpp"
 
+#include <tbb/task_arena.h>
+
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -156,7 +159,7 @@ TEST_CASE("as_strided refuses views outside the buffer, ranks that differ and ov
   CHECK(elements(t) == std::vector<double>{1, 4, 2, 5, 3, 6});  // unchanged by the refusals
 }
 
-TEST_CASE("the compile-time layer reads views: contiguous ones in place, others through one copy") {
+TEST_CASE("the compile-time layer reads views: contiguous ones in place, others chunk by chunk") {
   const Tensor t = two_by_three();
   const auto tr = t.as_strided({3, 2}, {2, 1}, 0).typed<double>();
   const auto row = t.as_strided({3}, {2}, 1).typed<double>();
@@ -171,4 +174,72 @@ TEST_CASE("the compile-time layer reads views: contiguous ones in place, others 
   CHECK(expr::eval(expr::sum(x), column) == 9.0);
   const auto g = std::get<0>(expr::grad(expr::sum(x * x), tr));
   CHECK(std::vector<double>(g.data(), g.data() + g.size()) == std::vector<double>{2, 4, 6, 8, 10, 12});
+}
+
+TEST_CASE("strided views, partial broadcasts and converted inputs are gathered chunk by chunk, never copied whole") {
+  // m x k, filled with distinct values; its transpose as a view and as a compact copy.
+  const std::size_t m = 701, k = 613;  // 429713 elements: chunks of 4096 and a partial tail
+  std::vector<double> v(m * k);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.001 * double(i)) + 1.5;
+  const Tensor a = Tensor::from_vec_col_major<double>({m, k}, v);
+  const Tensor at = a.as_strided({k, m}, {std::ptrdiff_t(m), 1}, 0);  // the transpose, a view
+  const Tensor at_copy = at.materialized();
+  REQUIRE(at.is_view());
+  const Tensor b = Tensor::from_vec_col_major<double>({k, m}, std::vector<double>(v.rbegin(), v.rend()));
+  // A reversed column (negative stride) broadcast along the second axis: [k, 1] against [k, m].
+  const Tensor col = a.as_strided({k, 1}, {-1, 1}, std::ptrdiff_t(k - 1));
+  const Tensor col_copy = col.materialized();
+  std::vector<float> vf(k);
+  for (std::size_t i = 0; i < k; ++i) vf[i] = float(i) * 0.25f;
+  const Tensor f32_col = Tensor::from_vec_col_major<float>({k, 1}, vf);  // converted, broadcast
+  const Tensor f32_col_as_f64 = Tensor::from_vec_col_major<double>({k, 1}, std::vector<double>(vf.begin(), vf.end()));
+
+  const auto [x, y, z, w] = expr::placeholders<4>();
+  const auto e = x * y + exp(-z) * w;
+  const auto f = expr::sum(sin(x) * y + z * w);
+  const auto bytes = m * k * sizeof(double);
+  clear_buffer_cache();
+  reset_buffer_peak();
+  const std::size_t before = buffer_cache_stats().live_bytes;
+  const auto r = expr::eval(e, at.typed<double>(), b.typed<double>(), col.typed<double>(), f32_col.typed<float>());
+  // Only the result was allocated at full size (no copy of the view or of a broadcast input).
+  CHECK(buffer_cache_stats().peak_live_bytes - before <= bytes + (std::size_t(1) << 20));
+  const auto want = expr::eval(e, at_copy.typed<double>(), b.typed<double>(), col_copy.typed<double>(),
+                               f32_col_as_f64.typed<double>());
+  REQUIRE(r.size() == want.size());
+  CHECK(std::equal(r.data(), r.data() + r.size(), want.data()));  // bit for bit
+  CHECK(r(5, 7) == at_copy.typed<double>()(5, 7) * b.typed<double>()(5, 7) +
+                       std::exp(-col_copy.typed<double>()(5, 0)) * double(vf[5]));
+  // A reduction and gradients, on one thread and on two: the same bits, and the same as compact inputs.
+  auto run = [&](int threads, const Tensor& xt, const Tensor& zt) {
+    tbb::task_arena arena(threads);
+    return arena.execute([&] { return expr::value_and_grad(f, xt.typed<double>(), b.typed<double>(), zt.typed<double>(), 2.0); });
+  };
+  const auto one = run(1, at, col);
+  const auto two = run(2, at, col);
+  const auto compact = run(2, at_copy, col_copy);
+  CHECK(one.value == two.value);
+  CHECK(one.value == compact.value);
+  const auto& gx = std::get<0>(one.grad);
+  const auto& gx_compact = std::get<0>(compact.grad);
+  CHECK(std::equal(gx.data(), gx.data() + gx.size(), gx_compact.data()));
+  const auto& gz = std::get<2>(two.grad);  // summed back to [k, 1]: 2 per column
+  REQUIRE(gz.shape().size() == 2);
+  CHECK(gz.shape()[0] == k);
+  CHECK(gz.shape()[1] == 1);
+  CHECK(gz(3, 0) == 2.0 * double(m));
+  // A row [1, m] against [k, m]: its gradient sums each column of the field (a run along the
+  // broadcast axis, summed with SIMD), against a plain loop.
+  const Tensor row = Tensor::from_vec_col_major<double>({1, m}, std::vector<double>(m, 0.5));
+  const auto grow = std::get<1>(expr::grad(expr::sum(x * y), at.typed<double>(), row.typed<double>()));
+  REQUIRE(grow.size() == m);
+  for (const std::size_t j : {std::size_t(0), std::size_t(17), m - 1}) {
+    double want_j = 0;
+    for (std::size_t i = 0; i < k; ++i) want_j += at_copy.typed<double>()(i, j);
+    CHECK(grow(0, j) == Approx(want_j).epsilon(1e-12));
+  }
+  // The element-by-element oracle reads the gathers too.
+  CHECK(expr::detail::eval_with<expr::detail::reference_policy>(expr::sum(x * y), at.typed<double>(),
+                                                                 col.typed<double>()) ==
+        Approx(expr::eval(expr::sum(x * y), at_copy.typed<double>(), col_copy.typed<double>())).epsilon(1e-12));
 }

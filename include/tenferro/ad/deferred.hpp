@@ -62,11 +62,14 @@ inline std::atomic<std::uint64_t>& deferred_passes() noexcept {
 
 // The input whose shape an elementwise op over `in` has when it is deferred (nullptr: it is not):
 // fusion on, one floating dtype, large enough, every input of that shape or one filled element
-// of no higher rank (a rank-0 parameter against a data vector: read from a register).
+// of no higher rank (a rank-0 parameter against a data vector: read from a register), and none a
+// strided view (the blocks of a pass are read in place; the fused kernel gathers a view chunk by
+// chunk instead of compacting it).
 inline const tensor_state* deferred_shape_of(std::span<const EagerTensor> in) {
   const tensor_state* full = nullptr;
   for (const auto& x : in) {
     const tensor_state& t = *x.state();
+    if (!t.deferred() && !t.value().is_contiguous()) return nullptr;
     if (t.size() == 1 && !t.deferred()) continue;
     if (full == nullptr) {
       full = &t;

@@ -70,7 +70,7 @@ template <class T, class F>
 void for_each_slot(const column_major_array<T>& x, const std::vector<bool>& mask, F&& f) {
   const Shape shape(x.shape().begin(), x.shape().end());
   const T* src = x.data();
-  expr::detail::for_each_column_major(shape, reduced_strides(shape, mask),
+  tenferro::detail::for_each_column_major(shape, reduced_strides(shape, mask),
                                       [&](std::size_t k, std::ptrdiff_t slot) { f(src[k], slot, k); });
 }
 

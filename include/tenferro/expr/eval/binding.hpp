@@ -1,4 +1,4 @@
-// Inputs bound to the leaves of a pass (binding: the compute type, the broadcast shape, copies
+// Inputs bound to the leaves of a pass (binding: the compute type, the broadcast shape, gathers
 // of inputs the loop cannot read in place, one-element inputs as broadcast leaves), and the
 // gradient outputs of value_and_grad and vjp: their shapes, and the sum back over broadcast axes.
 #pragma once
@@ -90,6 +90,7 @@ struct binding {
   Shape shape;
   std::size_t n = 1;
   std::vector<tenferro::detail::scratch_buffer<T>> copies;  // plain buffers: cheap to compile
+  std::vector<gather_source<T>> gathers;  // the leaves point at them: reserved, never moved
 
   // The shape is the broadcast shape of the first `shaped_inputs` inputs; the others (tangents,
   // cotangents) must broadcast into it without widening it.
@@ -120,6 +121,7 @@ struct binding {
            "1)"});
     }
     n = *size;
+    gathers.reserve(sizeof...(In));
     leaves = std::tuple<leaf_t<T, In>...>{bind(in)...};
   }
 
@@ -135,9 +137,8 @@ struct binding {
       if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(c)>::value_type, T>) {
         if (fits_in_place<T>(input, shape)) return {c.data()};
       }
-      copies.emplace_back(n);  // the leaves point into the buffers, which stay where they are
-      materialize_into<T>(copies.back().data(), c, shape);
-      return {copies.back().data()};
+      gathers.push_back(make_gather<T>(c, shape));  // read chunk by chunk, never copied whole
+      return {nullptr, ~std::size_t(0), &gathers.back()};
     } else {
       return {static_cast<T>(input)};
     }

@@ -177,7 +177,7 @@ TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Store
       auto store_one = [&]<std::size_t Sc>(std::integral_constant<std::size_t, Sc>) {
         using Task = std::tuple_element_t<Sc, Stores>;
         const B v = eval_batch<Task::base, B>(std::get<Sc>(exprs), ctx);
-        T* const to = std::get<Sc>(stores).out + (i - std::get<Sc>(stores).from);
+        T* const to = std::get<Sc>(stores).out + i;
         if constexpr (!requires { typename B::register_type; }) {  // complex: two registers
           v.store_unaligned(to);
         } else if (stream) {

@@ -16,17 +16,23 @@
 
 namespace tenferro::expr::detail {
 
+template <class T>
+struct gather_source;
+
 // Leaves the kernels read: a contiguous column-major array of the broadcast shape, or a scalar.
 // An array input of one element broadcast against larger ones is an array leaf over one batch of
 // copies of that element with `mask` 0, so every load reads that batch: a register's worth, never
-// a copy of the broadcast shape, and no branch in the loop. The choice is made at run time, so it
-// costs no second instantiation (hoisting, which needs the type to say a value is uniform, applies
-// to scalar leaves only).
+// a copy of the broadcast shape, and no branch in the loop. Any other input the loop cannot read as
+// it lies (a strided view, a partial broadcast, another element type) has a `gather`: the pass
+// copies each chunk of it into a chunk of scratch before the loop reads the chunk (broadcast.hpp).
+// The choices are made at run time, so they cost no second instantiation (hoisting, which needs
+// the type to say a value is uniform, applies to scalar leaves only).
 template <class T>
 struct array_leaf {
   using value_type = T;
   const T* data;
-  std::size_t mask = ~std::size_t(0);  // 0: data holds one batch of one value
+  std::size_t mask = ~std::size_t(0);          // 0: data holds one batch of one value
+  const gather_source<T>* gather = nullptr;  // set: data is filled chunk by chunk (pass.hpp)
   template <class B>
   TENFERRO_ALWAYS_INLINE B load(std::size_t i) const {
     return B::load_unaligned(data + (i & mask));
@@ -163,7 +169,7 @@ struct reduce_task {
 };
 
 // An elementwise output written in this pass; its reductions start at number Base; element i
-// goes to out[i - from]. With `sum`, the output is the sum of its elements over the pass, written
+// goes to out[i]. With `sum`, the output is the sum of its elements over the pass, written
 // to out[0]: the gradient of an input of one element broadcast against the others, summed where
 // it is computed (pass.hpp).
 template <std::size_t Base, class E, class T>
@@ -173,7 +179,6 @@ struct store_task {
   const E* expr;
   T* out;
   bool sum = false;
-  std::size_t from = 0;
 };
 
 // The reductions of level P inside e, whose first reduction has number Base.

@@ -12,6 +12,7 @@
 #include <tenferro/core/detail/parallel.hpp>
 #include <tenferro/core/detail/streaming.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
+#include <tenferro/expr/eval/broadcast.hpp>
 #include <tenferro/expr/eval/cse.hpp>
 #include <tenferro/expr/eval/fused_loop.hpp>
 #include <tenferro/expr/eval/hoist.hpp>
@@ -45,22 +46,6 @@ auto first_in_pass(const Reds& reds, const Stores& stores) {
     const auto& task = std::get<index - NR>(stores);
     return first_occurrence<S, std::remove_cvref_t<decltype(task)>::base>(*task.expr);
   }
-}
-
-// The sum of n contiguous elements, in an order fixed by n alone.
-template <class T>
-T chunk_sum(const T* p, std::size_t n) {
-  using B = xsimd::batch<T>;
-  constexpr std::size_t W = B::size;
-  B a(T(0)), b(T(0));
-  std::size_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W) {
-    a += B::load_unaligned(p + i);
-    b += B::load_unaligned(p + i + W);
-  }
-  T total = horizontal<ops::sum>(a + b);
-  for (; i < n; ++i) total += p[i];
-  return total;
 }
 
 template <class T, class Reds, class Stores, class Leaves>
@@ -156,12 +141,14 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     return aligned;
   }();
 
-  // Chunks [first, last) with stores `st`: the partials of all but the last come out of the loop,
-  // the last one's after its padded tail batch.
-  auto run_range = [&](std::size_t first, std::size_t last, const Stores& st) {
+  // Chunks [first, last) with stores `st` and leaves `lv`, whose element 0 is element `offset` of
+  // the pass: the partials of all but the last come out of the loop, the last one's after its
+  // padded tail batch.
+  auto run_range = [&](std::size_t first, std::size_t last, const Stores& st, const Leaves& lv,
+                       std::size_t offset) {
     const std::size_t c = last - 1;
-    const std::size_t begin = first * chunk_elements;
-    const std::size_t end = std::min(n, last * chunk_elements);
+    const std::size_t begin = first * chunk_elements - offset;
+    const std::size_t end = std::min(n, last * chunk_elements) - offset;
     std::array<B, NR> acc;
     [&]<std::size_t... J>(std::index_sequence<J...>) {
       ((acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
@@ -169,19 +156,18 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     (std::make_index_sequence<NR>{});
 
     const std::size_t body_end = begin + (end - begin) / W * W;
-    fused_loop<T, Shared>(reds, st, active, ok.data(), reps, leaves, results, count_n, begin,
-                          body_end - begin, acc, NR > 0 ? partial + first : nullptr, last - 1 - first,
-                          stream);
+    fused_loop<T, Shared>(reds, st, active, ok.data(), reps, lv, results, count_n, begin, body_end - begin,
+                          acc, NR > 0 ? partial + first : nullptr, last - 1 - first, stream);
     if (body_end < end) {
       // The last partial batch: inputs padded with an in-domain value, outputs written to a
       // batch-sized buffer and copied out, reductions masked to the valid lanes.
       const std::size_t count = end - body_end;
       std::array<std::array<T, W>, std::tuple_size_v<Leaves>> in_buffers;
-      const Leaves tail = padded_leaves<T, W>(leaves, body_end, count, in_buffers);
+      const Leaves tail = padded_leaves<T, W>(lv, body_end, count, in_buffers);
       std::array<std::array<T, W>, NS> out_buffers;
       Stores tail_stores = st;
       [&]<std::size_t... S>(std::index_sequence<S...>) {
-        ((std::get<S>(tail_stores).out = out_buffers[S].data(), std::get<S>(tail_stores).from = 0), ...);
+        ((std::get<S>(tail_stores).out = out_buffers[S].data()), ...);
       }
       (std::make_index_sequence<NS>{});
       std::array<B, NR> tail_acc;
@@ -199,8 +185,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       }
       (std::make_index_sequence<NR>{});
       [&]<std::size_t... S>(std::index_sequence<S...>) {
-        (std::copy(out_buffers[S].begin(), out_buffers[S].begin() + count,
-                   std::get<S>(st).out + (body_end - std::get<S>(st).from)),
+        (std::copy(out_buffers[S].begin(), out_buffers[S].begin() + count, std::get<S>(st).out + body_end),
          ...);
       }
       (std::make_index_sequence<NS>{});
@@ -212,30 +197,44 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     if (stream)
       tenferro::detail::stream_fence();  // before the task ends and another thread reads the outputs
   };
+  // Leaves filled chunk by chunk (gather_source): then the pass runs chunk by chunk, as it does
+  // with stores that sum.
+  constexpr std::size_t NL = std::tuple_size_v<Leaves>;
+  const bool gathers = std::apply([](const auto&... leaf) { return (gathered(leaf) || ... || false); }, leaves);
   std::vector<std::array<T, NS>> store_partial(sums ? chunks : 0);
   auto run_chunks = [&](std::size_t first, std::size_t last) {
-    if (!sums) {
-      run_range(first, last, stores);
+    if (!sums && !gathers) {
+      run_range(first, last, stores, leaves, 0);
       return;
     }
+    // Per thread: a chunk for each store (those that sum use theirs) and each leaf (those
+    // gathered use theirs). Nothing here waits on other tasks, so no other pass runs on this
+    // thread while the scratch is in use.
     thread_local std::vector<T> scratch;
-    if (scratch.size() < NS * chunk_elements) scratch.resize(NS * chunk_elements);
-    for (std::size_t c = first; c < last; ++c) {  // chunk by chunk, each summing store to scratch
+    if (scratch.size() < (NS + NL) * chunk_elements) scratch.resize((NS + NL) * chunk_elements);
+    for (std::size_t c = first; c < last; ++c) {  // each chunk with its own element 0
+      const std::size_t base = c * chunk_elements;
+      const std::size_t len = std::min(chunk_elements, n - base);
       Stores st = stores;
       [&]<std::size_t... S>(std::index_sequence<S...>) {
-        auto redirect = [&](auto& task, std::size_t s) {
-          if (!task.sum) return;
-          task.out = scratch.data() + s * chunk_elements;
-          task.from = c * chunk_elements;
+        auto rebase = [&](auto& task, std::size_t s) {
+          task.out = task.sum ? scratch.data() + s * chunk_elements : task.out + base;
         };
-        (void)redirect;
-        (redirect(std::get<S>(st), S), ...);
+        (void)rebase;
+        (rebase(std::get<S>(st), S), ...);
       }
       (std::make_index_sequence<NS>{});
-      run_range(c, c + 1, st);
-      const std::size_t len = std::min(chunk_elements, n - c * chunk_elements);
-      for (std::size_t s = 0; s < NS; ++s)
-        store_partial[c][s] = chunk_sum(scratch.data() + s * chunk_elements, len);
+      const Leaves lv = [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return Leaves{chunk_of(std::get<K>(leaves), base, len, scratch.data() + (NS + K) * chunk_elements)...};
+      }
+      (std::make_index_sequence<NL>{});
+      run_range(c, c + 1, st, lv, base);
+      [&]<std::size_t... S>(std::index_sequence<S...>) {
+        ((std::get<S>(st).sum ? void(store_partial[c][S] = chunk_sum(scratch.data() + S * chunk_elements, len))
+                              : void()),
+         ...);
+      }
+      (std::make_index_sequence<NS>{});
     }
   };
 
@@ -322,8 +321,19 @@ void run_pass(simd_policy, const Reds& reds, const Stores& stores, const Leaves&
 }
 
 template <class T, class Reds, class Stores, class Leaves>
-void run_pass(reference_policy, const Reds& reds, const Stores& stores, const Leaves& leaves, std::size_t n,
-              T* results) {
+void run_pass(reference_policy, const Reds& reds, const Stores& stores, const Leaves& gathered_leaves,
+              std::size_t n, T* results) {
+  // Gathered leaves filled whole: the oracle reads every input by position.
+  std::vector<std::vector<T>> filled(std::tuple_size_v<Leaves>);
+  const Leaves leaves = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto fill = [&](const auto& leaf, std::vector<T>& buffer) {
+      if (!gathered(leaf) || n == 0) return leaf;
+      buffer.resize(n);
+      return chunk_of(leaf, 0, n, buffer.data());
+    };
+    return Leaves{fill(std::get<K>(gathered_leaves), filled[K])...};
+  }
+  (std::make_index_sequence<std::tuple_size_v<Leaves>>{});
   constexpr std::size_t NR = std::tuple_size_v<Reds>;
   std::array<T, NR> acc;
   [&]<std::size_t... J>(std::index_sequence<J...>) {
