@@ -227,6 +227,43 @@ void i64_mul_add(benchmark::State& s) {
   for (auto _ : s) benchmark::DoNotOptimize((x * y + x).materialized());
 }
 
+// Strided and broadcast operands, one thread, n x n f64 (forward): x^T * y with x^T a view, the
+// same with x^T compacted beforehand, and x * r, x * c with a row [1, n] and a column [n, 1].
+Tensor random_matrix(std::size_t rows, std::size_t cols, unsigned seed) {
+  const Tensor t = random_tensor(rows * cols, -1, 1, seed);
+  const auto v = t.as_slice<double>();
+  return Tensor::from_vec_col_major<double>({rows, cols}, std::vector<double>(v.begin(), v.end()));
+}
+struct matrix_inputs {
+  std::shared_ptr<EagerRuntime> ctx = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(1));
+  std::size_t n;
+  EagerTensor x, y, row, column;
+  explicit matrix_inputs(const benchmark::State& s)
+      : n(s.range(0)),
+        x(EagerTensor::from_tensor_in(random_matrix(n, n, 1), ctx)),
+        y(EagerTensor::from_tensor_in(random_matrix(n, n, 2), ctx)),
+        row(EagerTensor::from_tensor_in(random_matrix(1, n, 3), ctx)),
+        column(EagerTensor::from_tensor_in(random_matrix(n, 1, 4), ctx)) {}
+};
+void transposed_mul(benchmark::State& s) {
+  matrix_inputs in(s);
+  const auto xt = in.x.transpose({1, 0});
+  for (auto _ : s) benchmark::DoNotOptimize((xt * in.y).materialized());
+}
+void compact_mul(benchmark::State& s) {
+  matrix_inputs in(s);
+  const auto xt = EagerTensor::from_tensor_in(in.x.transpose({1, 0}).materialized().materialized(), in.ctx);
+  for (auto _ : s) benchmark::DoNotOptimize((xt * in.y).materialized());
+}
+void row_broadcast_mul(benchmark::State& s) {
+  matrix_inputs in(s);
+  for (auto _ : s) benchmark::DoNotOptimize((in.x * in.row).materialized());
+}
+void column_broadcast_mul(benchmark::State& s) {
+  matrix_inputs in(s);
+  for (auto _ : s) benchmark::DoNotOptimize((in.x * in.column).materialized());
+}
+
 void f64_less(benchmark::State& s) {
   sin_exp_inputs in(s);
   const auto x = EagerTensor::from_tensor_in(in.x0, in.ctx);
@@ -319,6 +356,11 @@ BENCHMARK(normal_engine_numbers)
     ->MinWarmUpTime(0.5);
 BENCHMARK(lse_op_by_op)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(lse_engine)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+
+BENCHMARK(transposed_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+BENCHMARK(compact_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+BENCHMARK(row_broadcast_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+BENCHMARK(column_broadcast_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 
 BENCHMARK(i64_mul_add)->Arg(1000000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(f64_less)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);

@@ -58,3 +58,12 @@ for name, label in [("i64_mul_add", "i64 `x * y + x`"), ("f64_less", "f64 `x < y
     us = ours[(name, 1000000, 1)]
     pt = torch.get((name, 1000000, 1))
     print(f"| {label} | {us:.0f} | {pt:.0f} | {us / pt:.2f} |" if pt else f"| {label} | {us:.0f} | - | - |")
+print()
+print("| one thread, 1000 x 1000 f64, forward | tenferro µs | PyTorch µs | tenferro / PyTorch |")
+print("| --- | ---: | ---: | ---: |")
+for name, label in [("transposed_mul", "`x.T * y`, `x.T` a view"), ("compact_mul", "`x.T * y`, `x.T` compacted before"),
+                    ("row_broadcast_mul", "`x * row`, row `[1, n]`"),
+                    ("column_broadcast_mul", "`x * column`, column `[n, 1]`")]:
+    us = ours[(name, 1000, 1)]
+    pt = torch.get((name, 1000, 1))
+    print(f"| {label} | {us:.0f} | {pt:.0f} | {us / pt:.2f} |" if pt else f"| {label} | {us:.0f} | - | - |")

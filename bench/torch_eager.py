@@ -83,4 +83,15 @@ results.append({"name": "c64_mul_exp", "n": n, "threads": 1, "us": timed(lambda:
 results.append({"name": "c64_abs_backward", "n": n, "threads": 1, "us": timed(c64_abs_backward)})
 results.append({"name": "normal", "n": n, "threads": 1, "us": timed(normal)})
 results.append({"name": "lse", "n": n, "threads": 1, "us": timed(lse)})
+
+m = 1000
+xm = torch.rand(m, m, dtype=torch.float64) * 2 - 1
+ym = torch.rand(m, m, dtype=torch.float64) * 2 - 1
+row = torch.rand(1, m, dtype=torch.float64) * 2 - 1
+column = torch.rand(m, 1, dtype=torch.float64) * 2 - 1
+xt_compact = xm.t().contiguous()
+results.append({"name": "transposed_mul", "n": m, "threads": 1, "us": timed(lambda: xm.t() * ym)})
+results.append({"name": "compact_mul", "n": m, "threads": 1, "us": timed(lambda: xt_compact * ym)})
+results.append({"name": "row_broadcast_mul", "n": m, "threads": 1, "us": timed(lambda: xm * row)})
+results.append({"name": "column_broadcast_mul", "n": m, "threads": 1, "us": timed(lambda: xm * column)})
 print(json.dumps(results))
