@@ -243,6 +243,38 @@ TEST_CASE("complex pow differentiates in both operands, as PyTorch", "[complex]"
   CHECK(std::abs(gw - C(-M_PI / 2, -std::log(2.0))) < 1e-14);
 }
 
+TEST_CASE("complex abs is hypot: within an ulp, exact where squares overflow or underflow, inf beats NaN",
+          "[complex]") {
+  // Batches mixing ordinary values with edges take the scaled path; others the fast one.
+  auto check = [&]<class R>(R) {
+    using C = std::complex<R>;
+    constexpr R inf = std::numeric_limits<R>::infinity(), nan = std::numeric_limits<R>::quiet_NaN();
+    constexpr R big = std::numeric_limits<R>::max() / 4, tiny = std::numeric_limits<R>::denorm_min();
+    std::vector<C> z{{3, 4}, {0, 0}, {-0.0f, 0}, {big, big}, {tiny, tiny}, {inf, nan}, {nan, 1}, {-5, 12}};
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<R> u(-10, 10);
+    for (int k = 0; k < 1000; ++k) z.emplace_back(u(rng), u(rng));
+    auto ctx = EagerRuntime::create();
+    const auto a = EagerTensor::from_vec_col_major_in<C>({z.size()}, z, ctx).abs().materialized();
+    REQUIRE(a.dtype() == dtype_of<R>);
+    const auto got = a.template as_slice<R>();
+    CHECK(got[0] == R(5));
+    CHECK(got[1] == R(0));
+    CHECK(got[3] == std::abs(C(big, big)));  // no overflow: big * sqrt(2)
+    CHECK(std::isfinite(got[3]));
+    CHECK(got[4] == std::abs(C(tiny, tiny)));  // no underflow to 0
+    CHECK(got[5] == inf);
+    CHECK(std::isnan(got[6]));
+    CHECK(got[7] == R(13));
+    for (std::size_t k = 8; k < z.size(); ++k) {
+      const R want = std::abs(z[k]);
+      CHECK(std::abs(got[k] - want) <= std::numeric_limits<R>::epsilon() * want);
+    }
+  };
+  check(0.0f);
+  check(0.0);
+}
+
 TEST_CASE("complex refusals: a complex loss, ops without complex kernels, imag of a real tensor",
           "[complex]") {
   auto ctx = EagerRuntime::create();
