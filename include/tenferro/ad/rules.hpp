@@ -7,7 +7,8 @@
 // Conventions: max/min split the cotangent evenly over tied extrema (as the compile-time layer; a
 // NaN extremum's goes to the NaN elements); prod's derivative at zeros is exact (the product of
 // the other elements), in the differentiable (traced) form too, at O(n^2) per slot of n elements
-// when the input holds zeros.
+// when the input holds zeros; a complex prod's cotangent is g times the conjugate of that
+// derivative (PyTorch's convention).
 #pragma once
 
 #include <tenferro/ad/algebra.hpp>
@@ -99,7 +100,7 @@ struct reduce_rule {
     }
     const DType dtype = A::tensor(x).dtype();
     Tensor eye = Tensor::zeros({n, n, 1}, dtype), off = Tensor::ones({n, n, 1}, dtype);
-    cpu::visit_real(dtype, [&]<class T>(T) {
+    cpu::visit_compute<cpu::complex_kernels>(dtype, [&]<class T>(T) {
       T* e = eye.mutable_array<T>().data();
       T* o = off.mutable_array<T>().data();
       for (std::size_t i = 0; i < n; ++i) e[i + n * i] = T(1), o[i + n * i] = T(0);
@@ -125,8 +126,11 @@ struct reduce_rule {
         return {g};
       case cpu::Reduce::mean:
         return {a.scale(g, 1.0 / count())};
-      default:
-        return {a.mul(g, share(a, in[0], out))};
+      default: {
+        const value_of<A> s = share(a, in[0], out);
+        // A complex product: PyTorch's convention, g times the conjugate of the derivative.
+        return {a.mul(g, is_complex(s.dtype()) ? a.part(s, cpu::complex_part::conj) : s)};
+      }
     }
   }
 

@@ -80,10 +80,10 @@ void for_each_slot(const column_major_array<T>& x, const std::vector<bool>& mask
 // (no identity to return, as in NumPy and PyTorch): InvalidArgument naming the axis and the shape.
 // An empty sum is 0, an empty product 1, an empty mean NaN.
 // Dtypes: f32 and f64; i32 and i64 (sum and prod wrap; no mean); bool, whose sum and product count
-// in i64 and whose max and min are Bool (any, all); c32 and c64 (sum and mean only).
+// in i64 and whose max and min are Bool (any, all); c32 and c64 (sum, prod and mean).
 inline Tensor reduce(Reduce r, const Tensor& x_in, const std::vector<bool>& mask, std::string_view op) {
-  // Complex values have sums (and means), no order and no product here.
-  const bool complex_ok = r == Reduce::sum || r == Reduce::mean;
+  // Complex values have sums, products and means, no order.
+  const bool complex_ok = r != Reduce::max && r != Reduce::min;
   promote(op, std::span(&x_in, 1), {.integers = r != Reduce::mean, .complex = complex_ok});
   if (x_in.dtype() == DType::Bool) {
     if (r == Reduce::sum || r == Reduce::prod) return reduce(r, cast(x_in, DType::I64), mask, op);
@@ -122,10 +122,14 @@ inline Tensor reduce(Reduce r, const Tensor& x_in, const std::vector<bool>& mask
       }
     }
     const auto& a = x.array<T>();      // the other reductions walk a compact array
-    if constexpr (expr::Complex<T>) {  // a sum or a mean over some axes
+    if constexpr (expr::Complex<T>) {  // a sum, a product or a mean over some axes
       auto out = tenferro::detail::new_array<T>(op, reduced_shape(shape, mask));
-      std::fill(out.data(), out.data() + out.size(), T(0));
+      std::fill(out.data(), out.data() + out.size(), r == Reduce::prod ? T(1) : T(0));
       T* acc = out.data();
+      if (r == Reduce::prod) {
+        detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) { acc[s] *= v; });
+        return Tensor(std::move(out));
+      }
       detail::for_each_slot(a, mask, [&](T v, std::ptrdiff_t s, std::size_t) { acc[s] += v; });
       if (r == Reduce::mean && out.size() != 0) {
         const auto count = static_cast<expr::real_t<T>>(a.size() / out.size());
@@ -197,7 +201,7 @@ inline Tensor extremum_share(const Tensor& x, const Tensor& extremum, const std:
 // (∂ prod / ∂ x_k), exact where x holds zeros (one zero: the product of the rest at the zero and 0
 // elsewhere; two or more: 0 everywhere in the slot).
 inline Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) {
-  return visit_real(x.dtype(), [&]<class T>(T) {
+  return visit_compute<complex_kernels>(x.dtype(), [&]<class T>(T) {
     const auto& a = x.array<T>();
     const std::size_t slots = checked_shape_size(reduced_shape(x.shape(), mask)).value_or(0);
     std::vector<T> nonzero(slots, T(1));

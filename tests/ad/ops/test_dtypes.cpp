@@ -275,6 +275,25 @@ TEST_CASE("complex abs is hypot: within an ulp, exact where squares overflow or 
   check(0.0);
 }
 
+TEST_CASE("complex reduce_prod: the cotangent is conj of the product of the others, at a zero too",
+          "[complex]") {
+  // L = Re(z1 z2): dL/dz1 = conj(z2), dL/dz2 = conj(z1) (PyTorch's convention).
+  using C = std::complex<double>;
+  auto ctx = EagerRuntime::create();
+  for (const std::vector<C>& v : {std::vector<C>{{1, 1}, {2, -1}}, std::vector<C>{{0, 0}, {2, -1}}}) {
+    const auto z = EagerTensor::requires_grad_in(Tensor::from_vec_col_major<C>({2}, v), ctx);
+    const auto p = z.reduce_prod();
+    CHECK(p.materialized().as_slice<C>()[0] == v[0] * v[1]);
+    p.real().backward();
+    const auto g = z.grad()->as_slice<C>();
+    CHECK(g[0] == std::conj(v[1]));
+    CHECK(g[1] == std::conj(v[0]));
+    // The recorded (differentiable) rule gives the same.
+    const auto traced = ctx->grad(p.real(), z);
+    CHECK(traced.materialized().as_slice<C>()[0] == std::conj(v[1]));
+  }
+}
+
 TEST_CASE("complex refusals: a complex loss, ops without complex kernels, imag of a real tensor",
           "[complex]") {
   auto ctx = EagerRuntime::create();

@@ -162,7 +162,7 @@ std::vector<op_case> cases() {
   c.back().result = [](DType) { return DType::F64; };
   const std::vector<std::tuple<std::string, red, EagerTensor (T::*)(const Axes&) const, std::vector<DType>>>
       reductions{{"reduce_sum", red::sum, &T::reduce_sum, RC},
-                 {"reduce_prod", red::prod, &T::reduce_prod, R},
+                 {"reduce_prod", red::prod, &T::reduce_prod, RC},
                  {"reduce_max", red::max, &T::reduce_max, R},
                  {"reduce_min", red::min, &T::reduce_min, R},
                  {"reduce_mean", red::mean, &T::reduce_mean, RC}};
