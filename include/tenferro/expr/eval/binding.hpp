@@ -9,6 +9,7 @@
 #include <tenferro/expr/eval/program.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <span>
 #include <tuple>
 #include <utility>
@@ -90,7 +91,9 @@ struct binding {
   Shape shape;
   std::size_t n = 1;
   std::vector<tenferro::detail::scratch_buffer<T>> copies;  // plain buffers: cheap to compile
-  std::vector<gather_source<T>> gathers;  // the leaves point at them: reserved, never moved
+  // One per input at most; the leaves point at them (a binding moves without moving them).
+  std::unique_ptr<gather_source<T>[]> gathers;
+  std::size_t gathered = 0;
 
   // The shape is the broadcast shape of the first `shaped_inputs` inputs; the others (tangents,
   // cotangents) must broadcast into it without widening it.
@@ -121,7 +124,6 @@ struct binding {
            "1)"});
     }
     n = *size;
-    gathers.reserve(sizeof...(In));
     leaves = std::tuple<leaf_t<T, In>...>{bind(in)...};
   }
 
@@ -137,8 +139,9 @@ struct binding {
       if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(c)>::value_type, T>) {
         if (fits_in_place<T>(input, shape)) return {c.data()};
       }
-      gathers.push_back(make_gather<T>(c, shape));  // read chunk by chunk, never copied whole
-      return {nullptr, ~std::size_t(0), &gathers.back()};
+      if (!gathers) gathers = std::make_unique<gather_source<T>[]>(sizeof...(In));
+      gather_source<T>& g = gathers[gathered++] = make_gather<T>(c, shape);  // read chunk by chunk
+      return {nullptr, ~std::size_t(0), &g};
     } else {
       return {static_cast<T>(input)};
     }

@@ -12,8 +12,6 @@
 #include <tenferro/expr/ops/binary.hpp>
 #include <tenferro/expr/ops/reduce.hpp>
 
-#include <boost/container/small_vector.hpp>
-
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -40,6 +38,7 @@ struct merged_axes {
   Shape extents;
   std::vector<std::ptrdiff_t> strides;
 
+  merged_axes() = default;
   merged_axes(const Shape& shape, const std::vector<std::ptrdiff_t>& walked) {
     for (std::size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == 1) continue;
@@ -61,7 +60,9 @@ struct merged_axes {
   template <class F>
   void for_each_run(std::size_t begin, std::size_t count, F&& f) const {
     const std::size_t rank = extents.size();
-    boost::container::small_vector<std::size_t, 8> index(rank);
+    std::size_t inline_index[8];  // the merged rank is rarely above 3
+    std::vector<std::size_t> more(rank > 8 ? rank : 0);
+    std::size_t* const index = rank > 8 ? more.data() : inline_index;
     std::ptrdiff_t offset = 0;
     std::size_t rest = begin;
     for (std::size_t d = 0; d < rank; ++d) {
@@ -95,7 +96,7 @@ struct gather_source {
 };
 
 // Elements [begin, begin + count) of a gather into out, run by run: a copy (stride 1, same
-// type: memmove), a fill (stride 0) or a strided loop.
+// type: memmove) or a strided loop (a fill for stride 0).
 template <class T, class S>
 void gather_range(const gather_source<T>& g, T* out, std::size_t begin, std::size_t count) {
   const S* src = static_cast<const S*>(g.data);
@@ -109,9 +110,7 @@ void gather_range(const gather_source<T>& g, T* out, std::size_t begin, std::siz
       } else {
         for (std::size_t j = 0; j < run; ++j) o[j] = static_cast<T>(p[j]);
       }
-    } else if (step == 0) {
-      std::fill_n(o, run, static_cast<T>(*p));
-    } else {
+    } else {  // a fill (stride 0) or a strided walk
       for (std::size_t j = 0; j < run; ++j) o[j] = static_cast<T>(p[static_cast<std::ptrdiff_t>(j) * step]);
     }
   });
