@@ -49,6 +49,12 @@ TEST_CASE("broadcasting NumPy-style, with gradients summed back") {
   REQUIRE(gc.shape()[0] == 2);
   REQUIRE(gc.shape()[1] == 1);
   CHECK(gc(1, 0) == 15.0);  // 4 + 5 + 6
+  // Over no elements a partially broadcast input's gradient is zeros of its shape.
+  const auto g0 = std::get<1>(grad(sum(x * y), vec::from_shape({0, 3}), b));
+  REQUIRE(g0.size() == 3);
+  CHECK(g0(0) == 0.0);
+  CHECK(g0(2) == 0.0);
+  CHECK(eval(x * y, vec::from_shape({0, 3}), b).size() == 0);
   CHECK(kind_of([&] { (void)eval(x + y, a, vec{1.0, 2.0}); }) == ErrorKind::ShapeMismatch);
   const std::string text = message_of([&] { (void)eval(x + y, a, vec{1.0, 2.0}); });
   CHECK(text.find("[2]") != std::string::npos);

@@ -59,6 +59,7 @@ struct merged_axes {
   // count): elements k .. k + run - 1 lie at offset, offset + strides[0], ...
   template <class F>
   void for_each_run(std::size_t begin, std::size_t count, F&& f) const {
+    if (count == 0) return;  // (an extent may be 0)
     const std::size_t rank = extents.size();
     std::size_t inline_index[8];  // the merged rank is rarely above 3
     std::vector<std::size_t> more(rank > 8 ? rank : 0);
