@@ -3,7 +3,7 @@
 // log-density with rank-0 parameters broadcast against the data, and a stable log-sum-exp; ops
 // on i64, bool-valued comparisons and c64 values and gradients.
 // Arguments: {N} (chains) or {N, threads}. torch_eager.py times the same workloads in PyTorch.
-#include <tenferro/eager.hpp>
+#include <tenferro/apply.hpp>
 
 #include <benchmark/benchmark.h>
 

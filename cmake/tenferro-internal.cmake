@@ -31,17 +31,3 @@ function(tenferro_add_program name)
   add_executable(${name} ${ARGN})
   target_link_libraries(${name} PRIVATE tenferro_internal_options)
 endfunction()
-
-# The eager runtime compiled once (separate compilation, see include/tenferro/core/detail/config.hpp):
-# programs using it link these objects and only declare the runtime's functions and kernels.
-file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/tenferro_separate_compilation.cpp
-     CONTENT "#include <tenferro/separate_compilation.hpp>\n")
-add_library(tenferro_compiled OBJECT ${CMAKE_BINARY_DIR}/tenferro_separate_compilation.cpp)
-target_link_libraries(tenferro_compiled PRIVATE tenferro_internal_options)
-target_compile_definitions(tenferro_compiled PRIVATE TENFERRO_SEPARATE_COMPILATION)
-
-# tenferro_use_separate_compilation(target): build `target` against tenferro_compiled.
-function(tenferro_use_separate_compilation target)
-  target_sources(${target} PRIVATE $<TARGET_OBJECTS:tenferro_compiled>)
-  target_compile_definitions(${target} PRIVATE TENFERRO_SEPARATE_COMPILATION)
-endfunction()

@@ -1,7 +1,7 @@
 // The eager runtime: fit y = a * sin(b * t) to data by gradient descent with backward(), check a
 // Hessian-vector product with jvp(grad(...)), and run the same loss as ONE fused node with apply.
 // Exits with 1 when a result is off.
-#include <tenferro/eager.hpp>
+#include <tenferro/apply.hpp>
 #include <tenferro/tenferro.hpp>
 
 #include <cmath>

@@ -1,10 +1,16 @@
-// The runtime layer: EagerRuntime, EagerTensor and its ops, backward, grad / vjp / jvp, apply.
+// The runtime layer: EagerRuntime, EagerTensor and its ops, backward, grad / vjp / jvp
+// (apply, which also needs the compile-time layer, is <tenferro/apply.hpp>).
 //
-// Header-only by default. A translation unit including it compiles every eager op's kernels
-// (about a minute here); define TENFERRO_SEPARATE_COMPILATION everywhere and include
-// <tenferro/separate_compilation.hpp> from one source file to compile them once
-// (docs/eager.md, "Compile time").
+// Link the CMake target tenferro::eager, the runtime compiled once: it defines
+// TENFERRO_SEPARATE_COMPILATION, under which this header only declares the runtime (a few seconds
+// of compilation). Without it the header is header-only: it defines the whole runtime and every
+// op's kernels in each translation unit including it (over a minute here; docs/eager.md,
+// "Compile time").
 #pragma once
 
-#include <tenferro/ad/apply.hpp>
+#include <tenferro/ad/tensor.hpp>
+#include <tenferro/core/detail/config.hpp>
+#if TENFERRO_HEADER_ONLY  // else compiled once by <tenferro/separate_compilation.hpp>
+#include <tenferro/ad/ops.hpp>
 #include <tenferro/ad/transforms.hpp>
+#endif

@@ -1,12 +1,12 @@
-// The eager runtime compiled once: include from exactly ONE source file of a program whose
-// translation units all define TENFERRO_SEPARATE_COMPILATION (see core/detail/config.hpp), with
-// the same flags (e.g. the same -march) as the rest of the program:
+// The eager runtime compiled once: the one source file of the CMake target tenferro::eager. A
+// build without CMake may include it from exactly ONE source file of a program whose translation
+// units all define TENFERRO_SEPARATE_COMPILATION (see core/detail/config.hpp):
 //
 //     // tenferro.cpp
 //     #include <tenferro/separate_compilation.hpp>
 //
 // The other translation units then only declare the eager runtime's functions and the eager ops'
-// kernels, which cuts their compile time several times over.
+// kernels (docs/eager.md, "Compile time").
 #pragma once
 
 #ifndef TENFERRO_SEPARATE_COMPILATION
@@ -16,6 +16,12 @@
 
 #include <tenferro/eager.hpp>
 #include <tenferro/tenferro.hpp>
+
+namespace tenferro {
+#define TENFERRO_TENSOR_FACTORY(T) template Tensor Tensor::from_vec_col_major<T>(Shape, std::vector<T>);
+TENFERRO_FOR_EACH_ELEMENT(TENFERRO_TENSOR_FACTORY)
+#undef TENFERRO_TENSOR_FACTORY
+}  // namespace tenferro
 
 namespace tenferro::cpu {
 #define TENFERRO_KERNEL(E) template struct fused_kernels<E>;

@@ -1,7 +1,6 @@
 // tenferro: header-only automatic differentiation for dense tensors. This header is the
-// compile-time layer and the tensors; the eager runtime is <tenferro/eager.hpp> (kept apart
-// because it costs a translation unit about a minute of compilation in header-only mode; see
-// docs/eager.md, "Compile time").
+// compile-time layer and the tensors; the eager runtime is <tenferro/eager.hpp> (the CMake
+// target tenferro::eager, compiled once; docs/eager.md, "Compile time").
 #pragma once
 
 #include <tenferro/core/dtype.hpp>

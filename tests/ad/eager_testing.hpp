@@ -2,6 +2,7 @@
 // vectors of values.
 #pragma once
 
+#include <tenferro/cpu/common.hpp>  // cpu::cast
 #include <tenferro/eager.hpp>
 
 #include <catch2/catch.hpp>

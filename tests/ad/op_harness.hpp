@@ -20,7 +20,7 @@
 #include "../errors.hpp"
 #include "eager_testing.hpp"
 
-#include <tenferro/eager.hpp>
+#include <tenferro/apply.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -3,7 +3,7 @@
 #include "../errors.hpp"
 #include "../normal_logpdf.hpp"
 
-#include <tenferro/eager.hpp>
+#include <tenferro/apply.hpp>
 
 #include <catch2/catch.hpp>
 

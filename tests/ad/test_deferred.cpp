@@ -4,6 +4,7 @@
 #include "../normal_logpdf.hpp"
 #include "eager_testing.hpp"
 
+#include <tenferro/ad/deferred.hpp>  // detail::ad::deferred_passes
 #include <tenferro/eager.hpp>
 
 #include <catch2/catch.hpp>

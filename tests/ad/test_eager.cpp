@@ -1,5 +1,6 @@
 // ad/: EagerRuntime and EagerTensor — construction, slots and backward, the functional transforms,
 // higher order, errors and memory (apply: test_apply.cpp).
+#include <tenferro/ad/transforms.hpp>  // detail::ad::vjp_rules_run
 #include <tenferro/eager.hpp>
 
 #include <catch2/catch.hpp>
@@ -287,7 +288,7 @@ TEST_CASE("with_execution_session runs provider-neutral ops on plain tensors") {
   CHECK(values(out) == std::vector<double>{3});
   auto m = ctx->with_execution_session([&](BackendSession& s) {
     CHECK(s.backend_name() == "cpu");
-    return s.reduce_sum(s.matmul(Tensor::ones({2, 3}), Tensor::ones({3, 2})), cpu::Axes{0});
+    return s.reduce_sum(s.matmul(Tensor::ones({2, 3}), Tensor::ones({3, 2})), Axes{0});
   });
   CHECK(values(m) == std::vector<double>{6, 6});
 }

@@ -2,6 +2,7 @@
 // base, NaN through max/min and their reductions, empty and oversized shapes, allocation failure,
 // leaves reached only through ops whose derivative is zero. In both sizes (below and above
 // CpuBackend::fusion_elements: op by op and deferred), with fusion on and off, on 1 and 2 threads.
+#include <tenferro/cpu/common.hpp>  // cpu::cast
 #include <tenferro/eager.hpp>
 
 #include <catch2/catch.hpp>

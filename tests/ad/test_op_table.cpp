@@ -2,7 +2,7 @@
 // (entry, attributes, input dtypes and shapes) is comparable, hashable and printable.
 #include "../printed.hpp"
 
-#include <tenferro/eager.hpp>
+#include <tenferro/apply.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,6 @@
-# Builds and runs tests/package/consumer against tenferro, either installed to a scratch prefix
-# (MODE=find_package) or pulled in with add_subdirectory (MODE=add_subdirectory).
+# Builds and runs tests/package/consumer against tenferro, either installed from the build tree
+# BUILD_DIR to a scratch prefix (MODE=find_package) or pulled in with add_subdirectory
+# (MODE=add_subdirectory, which builds tenferro::eager again inside the consumer's build).
 file(REMOVE_RECURSE ${WORK_DIR})
 set(common -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release)
 if(LAUNCHER)
@@ -15,12 +16,13 @@ function(run)
 endfunction()
 
 if(MODE STREQUAL "find_package")
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/tenferro-build ${common}
-      -DCMAKE_INSTALL_PREFIX=${WORK_DIR}/prefix
-      -DTENFERRO_BUILD_TESTS=OFF -DTENFERRO_BUILD_EXAMPLES=OFF -DTENFERRO_BUILD_BENCH=OFF)
-  run(${CMAKE_COMMAND} --install ${WORK_DIR}/tenferro-build)
+  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
   if(NOT EXISTS ${WORK_DIR}/prefix/include/tenferro/tenferro.hpp)
     message(FATAL_ERROR "install did not place the headers")
+  endif()
+  file(GLOB library ${WORK_DIR}/prefix/lib*/libtenferro_eager.a)
+  if(NOT library)
+    message(FATAL_ERROR "install did not place libtenferro_eager.a")
   endif()
   run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/consumer-build ${common}
       -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DTENFERRO_CONSUME=find_package)
@@ -33,3 +35,4 @@ else()
 endif()
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
 run(${WORK_DIR}/consumer-build/consumer)
+run(${WORK_DIR}/consumer-build/consumer_eager)

@@ -8,7 +8,6 @@
 
 #include <tenferro/ad/runtime.hpp>
 #include <tenferro/ad/state.hpp>
-#include <tenferro/cpu/common.hpp>
 #include <tenferro/tensor/io.hpp>
 
 #include <memory>
@@ -17,8 +16,6 @@
 #include <vector>
 
 namespace tenferro {
-
-using Axes = cpu::Axes;
 
 // Options of backward(): with create_graph, the sweep records its own ops, so the gradients it
 // leaves in the slots (grad_tensor()) can be differentiated again.

@@ -87,6 +87,10 @@ concept Element = std::is_same_v<T, float> || std::is_same_v<T, double> || std::
     std::is_same_v<T, std::int64_t> || std::is_same_v<T, bool> || std::is_same_v<T, std::complex<float>> ||
     std::is_same_v<T, std::complex<double>>;
 
+// M(T) for each Element type, in DType order (for explicit instantiations).
+#define TENFERRO_FOR_EACH_ELEMENT(M) \
+  M(float) M(double) M(std::int32_t) M(std::int64_t) M(bool) M(std::complex<float>) M(std::complex<double>)
+
 template <Element T>
 inline constexpr DType dtype_of = std::is_same_v<T, float>                 ? DType::F32
                                   : std::is_same_v<T, double>              ? DType::F64

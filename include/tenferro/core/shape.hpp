@@ -15,6 +15,8 @@
 namespace tenferro {
 
 using Shape = std::vector<std::size_t>;
+// A list of axes (reductions) or a permutation of them (transpose).
+using Axes = std::vector<std::size_t>;
 
 // "[2, 3]"; a rank-0 shape prints as "[]".
 inline std::string format_shape(std::span<const std::size_t> shape) {

@@ -21,8 +21,7 @@
 
 namespace tenferro::cpu {
 
-// A list of axes (reductions) or a permutation of them (transpose).
-using Axes = std::vector<std::size_t>;
+using Axes = tenferro::Axes;
 
 // Calls f(float{}) or f(double{}) for F32 / F64.
 template <class F>

@@ -73,18 +73,7 @@ struct view_layout {
 };
 
 // The elements of a view, column-major, in a buffer of their own.
-inline std::shared_ptr<tensor_storage> compact_copy(const tensor_storage& buffer, const view_layout& view) {
-  return std::visit(
-      [&]<class T>(const column_major_array<T>& a) {
-        auto out = new_array<T>("Tensor::materialized", view.shape);
-        const T* src = a.data() + view.offset;
-        T* dst = out.data();
-        for_each_column_major(view.shape, view.strides,
-                              [&](std::size_t k, std::ptrdiff_t at) { dst[k] = src[at]; });
-        return make_storage(std::move(out));
-      },
-      buffer);
-}
+std::shared_ptr<tensor_storage> compact_copy(const tensor_storage& buffer, const view_layout& view);
 
 template <class F>
 decltype(auto) visit_dtype(DType dtype, F&& f) {
@@ -111,8 +100,7 @@ decltype(auto) visit_dtype(DType dtype, F&& f) {
 class Tensor {
  public:
   // An empty f64 tensor of shape [0].
-  Tensor()
-      : storage_(detail::make_storage(detail::new_array<double>("Tensor", std::array<std::size_t, 1>{0}))) {}
+  Tensor();
 
   // Takes ownership of an xtensor container (moved, not copied).
   template <Element T>
@@ -155,15 +143,7 @@ class Tensor {
 
   // A tensor of `shape` filled with `value` converted to `dtype` (for Bool: value != 0).
   // Throws as for_overwrite.
-  static Tensor full(const Shape& shape, double value, DType dtype = DType::F64) {
-    return detail::visit_dtype(dtype, [&]<class T>(T) {
-      if constexpr (std::is_same_v<T, bool>) {
-        return Tensor(detail::make_array<T>("Tensor::full", shape, value != 0.0));
-      } else {
-        return Tensor(detail::make_array<T>("Tensor::full", shape, static_cast<T>(value)));
-      }
-    });
-  }
+  static Tensor full(const Shape& shape, double value, DType dtype = DType::F64);
   static Tensor zeros(const Shape& shape, DType dtype = DType::F64) { return full(shape, 0.0, dtype); }
   static Tensor ones(const Shape& shape, DType dtype = DType::F64) { return full(shape, 1.0, dtype); }
 
@@ -174,87 +154,30 @@ class Tensor {
   }
   // The shape as a view of the tensor's own extents (no copy); valid while this Tensor lives
   // and is not written to (a write may detach the buffer).
-  std::span<const std::size_t> extents() const noexcept {
-    if (view_) return view_->shape;
-    return std::visit(
-        [](const auto& a) { return std::span<const std::size_t>(a.shape().data(), a.shape().size()); },
-        *storage_);
-  }
+  std::span<const std::size_t> extents() const noexcept;
   std::size_t rank() const noexcept { return extents().size(); }
-  std::size_t size() const noexcept {
-    if (view_) return checked_shape_size(view_->shape).value_or(0);
-    return std::visit([](const auto& a) { return a.size(); }, *storage_);
-  }
+  std::size_t size() const noexcept;
 
   // Per axis, the distance in elements between neighbours in the buffer: column_major_strides of
   // the shape unless this is a view (0 on a broadcast axis).
   Strides strides() const { return view_ ? view_->strides : column_major_strides(extents()); }
   // The strides as stored, without a copy: a view's own, else the container's (which has 0 on an
   // axis of extent 1, where a stride never matters). Valid while this Tensor lives unchanged.
-  std::span<const std::ptrdiff_t> stored_strides() const noexcept {
-    if (view_) return view_->strides;
-    return std::visit(
-        [](const auto& a) { return std::span<const std::ptrdiff_t>(a.strides().data(), a.strides().size()); },
-        *storage_);
-  }
+  std::span<const std::ptrdiff_t> stored_strides() const noexcept;
   // Where element [0, ..., 0] lies in the buffer (0 unless this is a view).
   std::ptrdiff_t offset() const noexcept { return view_ ? view_->offset : 0; }
   // True when this tensor reads a buffer through its own shape, strides and offset.
   bool is_view() const noexcept { return view_ != nullptr; }
   // True when the elements lie densely in column-major order from offset() (axes of extent 1 may
   // have any stride); as_slice<T>() of such a tensor is a span of the buffer itself.
-  bool is_contiguous() const noexcept {
-    if (!view_) return true;
-    std::ptrdiff_t expected = 1;
-    for (std::size_t d = 0; d < view_->shape.size(); ++d) {
-      if (view_->shape[d] == 0) return true;
-      if (view_->shape[d] != 1 && view_->strides[d] != expected) return false;
-      expected *= static_cast<std::ptrdiff_t>(view_->shape[d]);
-    }
-    return true;
-  }
+  bool is_contiguous() const noexcept;
 
   // A view of this tensor's buffer (no copy): element [i_0, ..., i_r] of the result is element
   // offset + sum_d i_d * strides[d] of the buffer (offsets count elements of the whole buffer,
   // whatever view this tensor is). Throws InvalidArgument naming the shape, strides and offset
   // when strides and shape differ in rank, the shape breaks the size rule, or an element would lie
   // outside the buffer.
-  Tensor as_strided(Shape shape, Strides strides, std::ptrdiff_t offset) const {
-    constexpr std::string_view op = "Tensor::as_strided";
-    const auto n = checked_shape_size(shape);
-    if (!n) detail::throw_shape_too_large(op, shape);
-    const auto buffer = static_cast<std::ptrdiff_t>(buffer_size());
-    auto refuse = [&](std::string_view why) {
-      std::string list;
-      for (std::ptrdiff_t s : strides) list += (list.empty() ? "" : ", ") + std::to_string(s);
-      throw_error(ErrorKind::InvalidArgument, op,
-                  {"shape ", shape, " with strides [", list, "] and offset ", std::to_string(offset), " ",
-                   why, " (the buffer holds ", std::to_string(buffer), " elements)"});
-    };
-    if (strides.size() != shape.size()) refuse("differ in rank");
-    // The first element inside the buffer (an empty view may start at its end); from there each
-    // axis moves by at most `buffer`, so nothing below overflows.
-    if (offset < 0 || offset > buffer || (*n != 0 && offset == buffer)) refuse("reach outside the buffer");
-    if (*n != 0) {
-      std::ptrdiff_t low = offset, high = offset;
-      for (std::size_t d = 0; d < shape.size(); ++d) {
-        const auto steps = static_cast<std::ptrdiff_t>(shape[d] - 1);  // fits: the size rule holds
-        const std::ptrdiff_t stride = strides[d];
-        if (steps != 0 && (stride > buffer / steps || stride < -(buffer / steps))) {
-          refuse("reach outside the buffer");
-        }
-        (stride < 0 ? low : high) += stride * steps;
-        if (low < 0 || high >= buffer) refuse("reach outside the buffer");
-      }
-    }
-    Tensor out(storage_);
-    auto view = std::make_shared<detail::view_layout>();
-    view->shape = std::move(shape);
-    view->strides = std::move(strides);
-    view->offset = offset;
-    out.view_ = std::move(view);
-    return out;
-  }
+  Tensor as_strided(Shape shape, Strides strides, std::ptrdiff_t offset) const;
 
   // The elements in column-major order, in a buffer of this tensor's shape: the tensor itself
   // unless it is a view, else the view's compact copy (made once).
@@ -305,9 +228,7 @@ class Tensor {
   TypedTensor<T> typed() const;
 
   // An independent deep copy (compact).
-  Tensor clone() const {
-    return Tensor(view_ ? detail::compact_copy(*storage_, *view_) : detail::make_storage(*storage_));
-  }
+  Tensor clone() const;
 
   // True when both read one buffer (a view and the tensor it views, or two copies).
   bool shares_storage_with(const Tensor& other) const noexcept { return storage_ == other.storage_; }
@@ -323,27 +244,140 @@ class Tensor {
     }
   }
 
-  std::size_t buffer_size() const noexcept {
-    return std::visit([](const auto& a) { return a.size(); }, *storage_);
-  }
+  std::size_t buffer_size() const noexcept;
 
-  const std::shared_ptr<detail::tensor_storage>& compact_storage() const {
-    // Double-checked: made once, under a lock that nothing else is taken or awaited under (the
-    // copy is a plain loop); an allocation failure leaves it to be tried again.
-    if (!view_->compacted.load(std::memory_order_acquire)) {
-      const std::lock_guard lock(view_->compacting);
-      if (!view_->compacted.load(std::memory_order_relaxed)) {
-        view_->compact = detail::compact_copy(*storage_, *view_);
-        view_->compacted.store(true, std::memory_order_release);
-      }
-    }
-    return view_->compact;
-  }
+  const std::shared_ptr<detail::tensor_storage>& compact_storage() const;
 
   explicit Tensor(std::shared_ptr<detail::tensor_storage> storage) : storage_(std::move(storage)) {}
 
   std::shared_ptr<detail::tensor_storage> storage_;
   std::shared_ptr<const detail::view_layout> view_;  // null: the whole buffer, column-major
 };
+
+#if !TENFERRO_HEADER_ONLY  // instantiated once by <tenferro/separate_compilation.hpp>
+#define TENFERRO_TENSOR_FACTORY(T) \
+  extern template Tensor Tensor::from_vec_col_major<T>(Shape, std::vector<T>);
+TENFERRO_FOR_EACH_ELEMENT(TENFERRO_TENSOR_FACTORY)
+#undef TENFERRO_TENSOR_FACTORY
+#else  // else compiled once by <tenferro/separate_compilation.hpp>
+
+namespace detail {
+TENFERRO_INLINE std::shared_ptr<tensor_storage> compact_copy(const tensor_storage& buffer,
+                                                             const view_layout& view) {
+  return std::visit(
+      [&]<class T>(const column_major_array<T>& a) {
+        auto out = new_array<T>("Tensor::materialized", view.shape);
+        const T* src = a.data() + view.offset;
+        T* dst = out.data();
+        for_each_column_major(view.shape, view.strides,
+                              [&](std::size_t k, std::ptrdiff_t at) { dst[k] = src[at]; });
+        return make_storage(std::move(out));
+      },
+      buffer);
+}
+}  // namespace detail
+
+TENFERRO_INLINE Tensor::Tensor()
+    : storage_(detail::make_storage(detail::new_array<double>("Tensor", std::array<std::size_t, 1>{0}))) {}
+
+TENFERRO_INLINE Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  return detail::visit_dtype(dtype, [&]<class T>(T) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return Tensor(detail::make_array<T>("Tensor::full", shape, value != 0.0));
+    } else {
+      return Tensor(detail::make_array<T>("Tensor::full", shape, static_cast<T>(value)));
+    }
+  });
+}
+
+TENFERRO_INLINE std::span<const std::size_t> Tensor::extents() const noexcept {
+  if (view_) return view_->shape;
+  return std::visit(
+      [](const auto& a) { return std::span<const std::size_t>(a.shape().data(), a.shape().size()); },
+      *storage_);
+}
+
+TENFERRO_INLINE std::size_t Tensor::size() const noexcept {
+  if (view_) return checked_shape_size(view_->shape).value_or(0);
+  return std::visit([](const auto& a) { return a.size(); }, *storage_);
+}
+
+TENFERRO_INLINE std::span<const std::ptrdiff_t> Tensor::stored_strides() const noexcept {
+  if (view_) return view_->strides;
+  return std::visit(
+      [](const auto& a) { return std::span<const std::ptrdiff_t>(a.strides().data(), a.strides().size()); },
+      *storage_);
+}
+
+TENFERRO_INLINE bool Tensor::is_contiguous() const noexcept {
+  if (!view_) return true;
+  std::ptrdiff_t expected = 1;
+  for (std::size_t d = 0; d < view_->shape.size(); ++d) {
+    if (view_->shape[d] == 0) return true;
+    if (view_->shape[d] != 1 && view_->strides[d] != expected) return false;
+    expected *= static_cast<std::ptrdiff_t>(view_->shape[d]);
+  }
+  return true;
+}
+
+TENFERRO_INLINE Tensor Tensor::as_strided(Shape shape, Strides strides, std::ptrdiff_t offset) const {
+  constexpr std::string_view op = "Tensor::as_strided";
+  const auto n = checked_shape_size(shape);
+  if (!n) detail::throw_shape_too_large(op, shape);
+  const auto buffer = static_cast<std::ptrdiff_t>(buffer_size());
+  auto refuse = [&](std::string_view why) {
+    std::string list;
+    for (std::ptrdiff_t s : strides) list += (list.empty() ? "" : ", ") + std::to_string(s);
+    throw_error(ErrorKind::InvalidArgument, op,
+                {"shape ", shape, " with strides [", list, "] and offset ", std::to_string(offset), " ", why,
+                 " (the buffer holds ", std::to_string(buffer), " elements)"});
+  };
+  if (strides.size() != shape.size()) refuse("differ in rank");
+  // The first element inside the buffer (an empty view may start at its end); from there each
+  // axis moves by at most `buffer`, so nothing below overflows.
+  if (offset < 0 || offset > buffer || (*n != 0 && offset == buffer)) refuse("reach outside the buffer");
+  if (*n != 0) {
+    std::ptrdiff_t low = offset, high = offset;
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      const auto steps = static_cast<std::ptrdiff_t>(shape[d] - 1);  // fits: the size rule holds
+      const std::ptrdiff_t stride = strides[d];
+      if (steps != 0 && (stride > buffer / steps || stride < -(buffer / steps))) {
+        refuse("reach outside the buffer");
+      }
+      (stride < 0 ? low : high) += stride * steps;
+      if (low < 0 || high >= buffer) refuse("reach outside the buffer");
+    }
+  }
+  Tensor out(storage_);
+  auto view = std::make_shared<detail::view_layout>();
+  view->shape = std::move(shape);
+  view->strides = std::move(strides);
+  view->offset = offset;
+  out.view_ = std::move(view);
+  return out;
+}
+
+TENFERRO_INLINE Tensor Tensor::clone() const {
+  return Tensor(view_ ? detail::compact_copy(*storage_, *view_) : detail::make_storage(*storage_));
+}
+
+TENFERRO_INLINE std::size_t Tensor::buffer_size() const noexcept {
+  return std::visit([](const auto& a) { return a.size(); }, *storage_);
+}
+
+TENFERRO_INLINE const std::shared_ptr<detail::tensor_storage>& Tensor::compact_storage() const {
+  // Double-checked: made once, under a lock that nothing else is taken or awaited under (the
+  // copy is a plain loop); an allocation failure leaves it to be tried again.
+  if (!view_->compacted.load(std::memory_order_acquire)) {
+    const std::lock_guard lock(view_->compacting);
+    if (!view_->compacted.load(std::memory_order_relaxed)) {
+      view_->compact = detail::compact_copy(*storage_, *view_);
+      view_->compacted.store(true, std::memory_order_release);
+    }
+  }
+  return view_->compact;
+}
+
+#endif  // TENFERRO_HEADER_ONLY
 
 }  // namespace tenferro

@@ -36,8 +36,9 @@
 // is inline and each translation unit compiles what it uses. With TENFERRO_SEPARATE_COMPILATION
 // defined in every translation unit of a program, the eager runtime's functions and the eager
 // ops' kernels are only declared, and ONE source file defines them all by including
-// <tenferro/separate_compilation.hpp>. TENFERRO_HEADER_ONLY says which of the two a header sees;
-// TENFERRO_INLINE marks the definitions that move.
+// <tenferro/separate_compilation.hpp> (the CMake target tenferro::eager does both). A header
+// keeps what it only needs for those definitions, and their includes, under TENFERRO_HEADER_ONLY,
+// which says which of the two it sees; TENFERRO_INLINE marks the definitions that move.
 #if defined(TENFERRO_SEPARATE_COMPILATION) && !defined(TENFERRO_BUILDING_IMPLEMENTATION)
 #define TENFERRO_HEADER_ONLY 0
 #else
