@@ -167,9 +167,10 @@ TEST_CASE("math: float batches use xsimd's functions") {
   CHECK(xsimd::all(math::cos(v) == xsimd::cos(v)));
 }
 
-TEST_CASE("math: pow is within 1.3 ulp of the exact power, also near the ends of the range") {
-  // Without fused multiply-adds the double-double steps lose their exactness: only a looser bound.
-  const double bound = fused ? 1.3 : 4.0;
+TEST_CASE("math: pow within 1.3 ulp of the exact power (AVX2 1.45, SSE2 1.7), also at the range ends") {
+  // Looser where exp is: the polynomial kernel (1.0 ulp with FMA3), and without fused multiply-adds
+  // (SSE2: 1.25 ulp; the exact products are Dekker's).
+  const double bound = XSIMD_WITH_AVX512F ? 1.3 : fused ? 1.45 : 1.7;
   struct range {
     double log_x_lo, log_x_hi, y_lo, y_hi;
   };

@@ -79,6 +79,32 @@ TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> fnmadd(const xsimd::batch<double,
   }
 }
 
+// Whether fmadd and fnmadd round once on architecture A (AVX-512, FMA3, FMA4). Elsewhere they are
+// a multiply and an add, and the error-free steps that need one rounding use product_error.
+template <class A>
+inline constexpr bool fused_multiply_add =
+    std::is_base_of_v<xsimd::avx512f, A> || std::is_base_of_v<xsimd::fma3<xsimd::avx2>, A> ||
+    std::is_base_of_v<xsimd::fma3<xsimd::avx>, A> || std::is_base_of_v<xsimd::fma3<xsimd::sse4_2>, A> ||
+    std::is_base_of_v<xsimd::fma4, A>;
+
+// x * y - p exactly, for p = x * y rounded (no overflow): one fused multiply-add, or Dekker's
+// product of the halves of x and y (each split into 26 bits by Veltkamp's 2^27 + 1 trick).
+template <class A>
+TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> product_error(const xsimd::batch<double, A>& x,
+                                                             const xsimd::batch<double, A>& y,
+                                                             const xsimd::batch<double, A>& p) {
+  using B = xsimd::batch<double, A>;
+  if constexpr (fused_multiply_add<A>) {
+    return fmadd(x, y, -p);
+  } else {
+    const B split(0x1p27 + 1);
+    const B cx = x * split, cy = y * split;
+    const B x_hi = cx - (cx - x), y_hi = cy - (cy - y);
+    const B x_lo = x - x_hi, y_lo = y - y_hi;
+    return ((x_hi * y_hi - p) + x_hi * y_lo + x_lo * y_hi) + x_lo * y_lo;
+  }
+}
+
 template <class B, std::size_t N>
 TENFERRO_ALWAYS_INLINE B horner(const B& x, const double (&c)[N]) {
   B p(c[N - 1]);
