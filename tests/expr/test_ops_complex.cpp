@@ -89,7 +89,10 @@ TEST_CASE("complex derivatives are the plain holomorphic ones: sum of c f'(z), n
   const auto [v, t] = jvp(tanh(x), std::tie(a), std::tie(c));
   for (std::size_t i = 0; i < 37; ++i) {
     CHECK(std::abs(v(i) - std::tanh(a(i))) < 1e-14);
-    CHECK(std::abs(t(i) - (1.0 - std::tanh(a(i)) * std::tanh(a(i))) * c(i)) < 1e-13);
+    // Relative: near the poles of tanh (Im z = pi/2) the tangent reaches the hundreds.
+    const C want = (1.0 - std::tanh(a(i)) * std::tanh(a(i))) * c(i);
+    INFO("tangent " << want << ", error " << std::abs(t(i) - want));
+    CHECK(std::abs(t(i) - want) < 1e-14 * std::max(1.0, std::abs(want)));
   }
   // pow in both operands: w z^(w-1) and z^w log z; at z = 0 with Re w >= 0 the second is 0.
   const auto [pv, pg] = value_and_grad(sum(pow(x, y)), a, b);

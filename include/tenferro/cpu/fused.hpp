@@ -49,16 +49,17 @@ struct fused_kernels {
   // The value of e: a rank-0 tensor for a scalar e, else a tensor of the broadcast shape.
   static Tensor forward(const E& e, std::span<const Tensor> in, std::string_view op);
 
-  // Scalar e only: the value and the gradient of every input (in its shape and dtype), one pass.
-  static Tensor value_and_grad(const E& e, std::span<const Tensor> in, std::vector<Tensor>& grads,
-                               std::string_view op) requires expr::is_scalar<E>;
-
-  // forward and value_and_grad with input k, for each bit k of Numbers, bound as a number of the
-  // expression (its one element; it must have rank 0): what depends on numbers alone is computed
-  // once, before the loop, as for numbers given to the compile-time layer. Numbers bind in f32
-  // and f64; in other dtypes every input is an array, as in forward.
+  // forward with input k, for each bit k of Numbers, bound as a number of the expression (its one
+  // element; it must have rank 0): what depends on numbers alone is computed once, before the
+  // loop, as for numbers given to the compile-time layer. Numbers bind in f32 and f64; in other
+  // dtypes every input is an array, as in forward.
   template <std::uint32_t Numbers>
   static Tensor forward_binding(const E& e, std::span<const Tensor> in, std::string_view op);
+
+  // Scalar e only: the value and the gradient of every input (in its shape and dtype), one pass;
+  // the inputs of the bits of Numbers bound as numbers, as in forward_binding. A member template
+  // (not instantiated with the class): clang 14 instantiates a constrained member function with
+  // an explicit instantiation of its class even where the constraint fails.
   template <std::uint32_t Numbers>
   static Tensor value_and_grad_binding(const E& e, std::span<const Tensor> in, std::vector<Tensor>& grads,
                                        std::string_view op) requires expr::is_scalar<E>;
@@ -265,12 +266,6 @@ Tensor fused_kernels<E>::forward(const E& e, std::span<const Tensor> in, std::st
     });
   }();
   return cast(out, result_dtype<E>(in));
-}
-
-template <class E>
-Tensor fused_kernels<E>::value_and_grad(const E& e, std::span<const Tensor> in, std::vector<Tensor>& grads,
-                                        std::string_view op) requires expr::is_scalar<E> {
-  return value_and_grad_binding<0>(e, in, grads, op);
 }
 
 template <class E>

@@ -188,10 +188,11 @@ std::vector<op_case> cases() {
           {"logical_xor", &T::logical_xor, both([](auto a, auto b) { return (a != 0) != (b != 0); })},
       };
   for (const auto& [name, method, cmp] : predicates) {
-    const auto [real, whole] = cmp;
-    c.push_back(binary(name, method, RI, of_real([real](double a, double b) { return double(real(a, b)); }),
-                       exactly([whole](i128 a, i128 b, DType) { return i128(whole(a, b)); }), {{3, 4}, {4}})
-                    .boolean());
+    const auto [real, whole] = cmp;  // (init-captures below: clang 14 cannot capture bindings)
+    c.push_back(
+        binary(name, method, RI, of_real([real = real](double a, double b) { return double(real(a, b)); }),
+               exactly([whole = whole](i128 a, i128 b, DType) { return i128(whole(a, b)); }), {{3, 4}, {4}})
+            .boolean());
   }
   return c;
 }

@@ -305,11 +305,7 @@ EagerTensor record_expression(std::string_view op, const E& e, std::span<const E
     return rt->backend().run(largest_size(in), [&] {
       if constexpr (expr::is_scalar<E> && Kind != node_kind::derived) {
         if (record && is_floating(dtype)) {
-          if constexpr (Numbers == 0) {
-            return cpu::fused_kernels<E>::value_and_grad(e, values, grads, op);
-          } else {
-            return cpu::fused_kernels<E>::template value_and_grad_binding<Numbers>(e, values, grads, op);
-          }
+          return cpu::fused_kernels<E>::template value_and_grad_binding<Numbers>(e, values, grads, op);
         }
       }
       if constexpr (Numbers == 0) {
