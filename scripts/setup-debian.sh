@@ -2,6 +2,7 @@
 # Installs the Debian packages tenferro's build, tests, examples and benchmarks need.
 # Idempotent: installs only what is missing, and refreshes the package lists only when an
 # install is needed and the lists are missing or older than a day. Run as root (or via sudo).
+# Arguments: further packages (CI's clang build passes clang-14).
 set -euo pipefail
 
 packages=(
@@ -9,6 +10,7 @@ packages=(
   libxtensor-dev xtl-dev libxsimd-dev
   libboost-dev libtbb-dev libhwloc-dev
   catch2 libbenchmark-dev
+  "$@"
 )
 
 missing=()
