@@ -15,8 +15,8 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(tenferro_internal_options INTERFACE -Wno-uninitialized -Wno-maybe-uninitialized)
   endif()
   if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
-    # As g++ under -std=c++20: no contraction of a * b + c into a fused multiply-add, so that the
-    # tests' scalar formulas round as the kernels do (which they compare exactly).
+    # No contraction of a * b + c into a fused multiply-add: clang 14 contracts the tests' scalar
+    # formulas (a * 3.0 - 1.0), which three tests compare exactly with kernels that round twice.
     target_compile_options(tenferro_internal_options INTERFACE -ffp-contract=off)
   endif()
   if(TENFERRO_MARCH)

@@ -79,16 +79,19 @@ TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> fnmadd(const xsimd::batch<double,
   }
 }
 
-// Whether fmadd and fnmadd round once on architecture A (AVX-512, FMA3, FMA4). Elsewhere they are
-// a multiply and an add, and the error-free steps that need one rounding use product_error.
+// Whether fmadd and fnmadd round once on x86 architecture A (AVX-512, FMA3, FMA4). Elsewhere they
+// are a multiply and an add, and the error-free steps that need one rounding use product_error.
 template <class A>
 inline constexpr bool fused_multiply_add =
     std::is_base_of_v<xsimd::avx512f, A> || std::is_base_of_v<xsimd::fma3<xsimd::avx2>, A> ||
     std::is_base_of_v<xsimd::fma3<xsimd::avx>, A> || std::is_base_of_v<xsimd::fma3<xsimd::sse4_2>, A> ||
     std::is_base_of_v<xsimd::fma4, A>;
 
-// x * y - p exactly, for p = x * y rounded (no overflow): one fused multiply-add, or Dekker's
-// product of the halves of x and y (each split into 26 bits by Veltkamp's 2^27 + 1 trick).
+// x * y - p exactly, for p = x * y rounded: one fused multiply-add, or Dekker's product of the
+// halves of x and y (each split into 26 bits by Veltkamp's 2^27 + 1 trick; its products must be
+// rounded, as they are on the tags that take it, built without FMA hardware to contract them).
+// For |x| or |y| beyond 2^996 the split overflows and the result is NaN: pow's only such case,
+// |y| that large, has an exp of 0 or inf, where pow_double ignores a non-finite error term.
 template <class A>
 TENFERRO_ALWAYS_INLINE xsimd::batch<double, A> product_error(const xsimd::batch<double, A>& x,
                                                              const xsimd::batch<double, A>& y,
