@@ -107,7 +107,7 @@ struct mul {
   }
   template <class B>
   static B batch(const B& a, const B& b) {
-    return a * b;
+    return integer::mul_lanes(a, b);
   }
   template <class A, class C>
   static auto d_lhs(const A&, const C& b);

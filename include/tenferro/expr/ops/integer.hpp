@@ -40,6 +40,18 @@ template <class T>
 T mul(T a, T b) {
   return static_cast<T>(static_cast<unsigned_t<T>>(a) * static_cast<unsigned_t<T>>(b));
 }
+// a * b lane by lane, modulo 2^bits for integer lanes: multiplied as unsigned lanes, since where
+// the instruction set has no vector multiply of the width (SSE2: i32 and i64; AVX2: i64) xsimd 8
+// multiplies lane by lane in the signed type, where overflow is undefined behaviour.
+template <class B>
+B mul_lanes(const B& a, const B& b) {
+  return a * b;
+}
+template <std::signed_integral T, class A>
+xsimd::batch<T, A> mul_lanes(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) {
+  using U = xsimd::batch<unsigned_t<T>, A>;
+  return xsimd::bitwise_cast<xsimd::batch<T, A>>(xsimd::bitwise_cast<U>(a) * xsimd::bitwise_cast<U>(b));
+}
 template <class T>
 T neg(T a) {
   return static_cast<T>(unsigned_t<T>(0) - static_cast<unsigned_t<T>>(a));

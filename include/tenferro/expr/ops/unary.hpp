@@ -278,7 +278,7 @@ struct square {
   }
   template <class B>
   static B batch(const B& x) {
-    return x * x;
+    return integer::mul_lanes(x, x);
   }
   template <class A>
   static auto derivative(const A& a);
