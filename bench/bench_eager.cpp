@@ -306,6 +306,16 @@ void c64_abs_backward(benchmark::State& s) {
 
 }  // namespace
 
+// A 1 MiB buffer made and released, on one thread and on two at once: the buffer cache takes no
+// global lock, so the time per buffer should not grow with the threads.
+void buffer_churn(benchmark::State& s) {
+  for (auto _ : s) {
+    tenferro::detail::scratch_buffer<double> b(std::size_t{1} << 17);
+    b.data()[0] = 1.0;
+    benchmark::DoNotOptimize(b.data());
+  }
+}
+
 BENCHMARK(chain_forward)->Arg(1)->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(chain_forward_backward)->Arg(1)->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(chain_backward_peak)
@@ -366,5 +376,7 @@ BENCHMARK(i64_mul_add)->Arg(1000000)->Unit(benchmark::kMicrosecond)->UseRealTime
 BENCHMARK(f64_less)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(c64_mul_exp)->Arg(1000000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(c64_abs_backward)->Arg(1000000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+
+BENCHMARK(buffer_churn)->Threads(1)->Threads(2)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -11,16 +11,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ENV = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824")
 
 
-def run_benchmark(program, min_time, repetitions=9, extra=()):
+def run_benchmark(program, min_time, repetitions=9, extra=(), env=None):
     """Median real time in microseconds by (name, N, threads) (threads 1 when not an argument).
 
     The repetitions of all benchmarks run in a random interleaved order, so a change in the load
     of this shared machine falls on every benchmark alike and ratios of medians stay fair. `extra`:
-    more arguments (e.g. --benchmark_filter=...)."""
+    more arguments (e.g. --benchmark_filter=...); `env`: more environment variables."""
     out = subprocess.run([program, "--benchmark_format=json", f"--benchmark_min_time={min_time}",
                           f"--benchmark_repetitions={repetitions}", "--benchmark_enable_random_interleaving=true",
                           "--benchmark_report_aggregates_only=true", *extra],
-                         env=ENV, check=True, capture_output=True, text=True).stdout
+                         env=dict(ENV, **(env or {})), check=True, capture_output=True, text=True).stdout
     times = {}
     for b in json.loads(out)["benchmarks"]:
         if b.get("aggregate_name") != "median":
@@ -28,6 +28,7 @@ def run_benchmark(program, min_time, repetitions=9, extra=()):
         parts = b["run_name"].split("/")
         n = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0  # 0: no size argument
         threads = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 1
+        threads = next((int(p[8:]) for p in parts if p.startswith("threads:")), threads)  # ->Threads(n)
         times[(parts[0], n, threads)] = b["real_time"]
     return times
 

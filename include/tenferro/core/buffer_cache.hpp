@@ -1,64 +1,50 @@
 // Element buffers of every Tensor (and of every array the compile-time layer returns) come from
-// tenferro's buffer allocator:
-// - each buffer is 64-byte aligned (a cache line, one AVX-512 register);
-// - a buffer of at least `buffer_cache_min_bytes` is kept when it is released, in a process-wide
-//   cache bounded by `buffer_cache_limit()` bytes, and handed to the next request of about the
-//   same size (a training step that makes the same shapes again reuses the same pages: no page
-//   faults, no trips through the C heap);
-// - smaller buffers come from the per-thread block pool (up to 1 KiB) or from malloc;
-// - buffers of 2 MiB or more are mapped from the system directly (mmap), 2 MiB aligned and
-//   marked for transparent huge pages (madvise MADV_HUGEPAGE; Debian's default THP mode serves
-//   only such mappings). An 8 MB tensor then takes 4 TLB entries instead of 2048. Measured on
-//   the eager `sum(sin(x) * y + exp(x * y))` op by op at N = 1e6, one thread, in interleaved
-//   runs: median 7.1-7.2 ms against 8.4 ms from malloc (docs/benchmarks.md).
+// tenferro's buffer allocator. Every buffer is 64-byte aligned (a cache line, one AVX-512
+// register). By size:
+// - up to 1 KiB: per-thread free lists (core/detail/block_pool.hpp);
+// - up to 64 KiB: oneTBB's scalable allocator (per-thread caches; glibc's heap, trimmed and grown
+//   again around such blocks, made a 100-op chain of 8 KB tensors up to 20x slower);
+// - 64 KiB (`buffer_cache_min_bytes`) or more: this cache. A released buffer is kept, up to
+//   `buffer_cache_limit()` bytes, and handed to the next request of about the same size: a
+//   training step that makes the same shapes again reuses the same pages, with no page faults and
+//   no system calls. New ones come from core/detail/system_blocks.hpp (from 2 MiB on, mapped in
+//   transparent huge pages).
+// oneTBB's scalable allocator for the large buffers too was measured side by side against this
+// cache and was slower on the rows that matter (docs/benchmarks.md, "Allocator"); the environment
+// variable TENFERRO_ALLOCATOR=tbb, read once at the first allocation, serves every buffer from it
+// (huge pages on) to repeat that comparison (bench/allocator_ratios.py).
 //
-// Why not posix_memalign (xsimd's aligned allocator, xtensor's default under XTENSOR_USE_XSIMD):
-// glibc serves an aligned request by carving a larger chunk and returning the ends to its bins;
-// with multi-megabyte tensors made and freed every step the heap fragments (measured: 580 MB
-// resident and 720 page faults per step for a loop that needs 60 MB), and without the fragments
-// glibc returns freed megabytes to the system and faults them in again on the next step.
-//
-// The cache is thread-safe (one mutex, taken only for buffers of 64 KiB or more). Eviction is
-// oldest first. A buffer larger than the limit is never kept; a limit of 0 turns caching off.
+// No global lock: the cache is split into shards, and each thread keeps and takes buffers in its
+// own shard, under that shard's mutex (uncontended unless several threads share a shard). A
+// thread looks in the other shards only when its own has nothing that fits. The hit, miss and
+// eviction counters live in the shards; the bytes kept and in use are process-wide atomics.
+// Eviction is oldest first, from the evicting thread's shard first. A buffer larger than the limit
+// is never kept; a limit of 0 turns caching off; clear_buffer_cache() and a lower limit hand the
+// kept buffers back to the system (mapped ones are unmapped at once).
 #pragma once
 
 #include <tenferro/core/detail/block_pool.hpp>
 #include <tenferro/core/detail/config.hpp>
+#include <tenferro/core/detail/system_blocks.hpp>
+
+#include <oneapi/tbb/scalable_allocator.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <new>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#if __has_include(<sys/mman.h>) && __has_include(<unistd.h>)
-#include <sys/mman.h>
-#include <unistd.h>
-#define TENFERRO_HAS_MMAP 1
-#else
-#define TENFERRO_HAS_MMAP 0
-#endif
-
-// Whether this translation unit maps large buffers itself. Address-sanitizer builds keep them in
-// malloc, where overflows of them are caught. (A block records how it was made, so translation
-// units that differ here can still free each other's buffers.)
-#if defined(__SANITIZE_ADDRESS__)
-#define TENFERRO_MMAP_BUFFERS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TENFERRO_MMAP_BUFFERS 0
-#endif
-#endif
-#if !defined(TENFERRO_MMAP_BUFFERS)
-#define TENFERRO_MMAP_BUFFERS TENFERRO_HAS_MMAP
-#endif
-
 namespace tenferro {
 
-// Counters of the buffer cache (process-wide, since the process started).
+// Counters of the buffer cache (process-wide, since the process started). Each is exact; read
+// while other threads allocate, they are read one after another, not as one snapshot.
 struct BufferCacheStats {
   std::size_t entries = 0;          // buffers held for reuse now
   std::size_t retained_bytes = 0;   // their bytes
@@ -76,8 +62,9 @@ namespace detail {
 
 class buffer_cache {
  public:
-  static constexpr std::size_t alignment = 64;
+  static constexpr std::size_t alignment = system_blocks::alignment;
   static constexpr std::size_t default_limit = std::size_t{1} << 30;
+  static constexpr std::size_t shard_count = 8;
 
   static buffer_cache& instance() {
     // Never destroyed: tensors released during static destruction still find it.
@@ -88,242 +75,209 @@ class buffer_cache {
   // A 64-byte aligned buffer of at least `bytes` bytes. Out of line, as deallocate: every array
   // constructor and destructor calls them, and inlined they would be compiled into each.
   TENFERRO_NOINLINE void* allocate(std::size_t bytes) {
-    if (bytes < buffer_cache_min_bytes) {
-      return place(small_allocate(bytes + alignment), bytes + alignment);
-    }
+    if (only_scalable_ || bytes < buffer_cache_min_bytes) return small_allocate(bytes);
     const std::size_t capacity = round_up(bytes);
-    {
-      std::lock_guard lock(mutex_);
-      // Best fit among kept buffers no more than a quarter larger than the request.
-      auto best = entries_.end();
-      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-        if (it->capacity >= capacity && it->capacity - capacity <= capacity / 4 &&
-            (best == entries_.end() || it->capacity < best->capacity)) {
-          best = it;
-        }
+    shard& own = own_shard();
+    void* p = take(own, capacity);
+    if (p != nullptr) {
+      own.hits.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      own.misses.fetch_add(1, std::memory_order_relaxed);
+      p = system_blocks::allocate(capacity);
+      if (p == nullptr) {
+        clear();
+        p = system_blocks::allocate(capacity);
+        if (p == nullptr) throw std::bad_alloc();
       }
-      if (best != entries_.end()) {
-        void* p = best->data;
-        const std::size_t held = best->capacity;
-        stats_.retained_bytes -= held;
-        entries_.erase(best);
-        ++stats_.hits;
-        --stats_.entries;
-        count_live(held);
-        return p;
-      }
-      ++stats_.misses;
     }
-    bool mapped = false;
-    void* raw = large_allocate(capacity + alignment, mapped);
-    if (raw == nullptr) {
-      clear();
-      raw = large_allocate(capacity + alignment, mapped);
-      if (raw == nullptr) throw std::bad_alloc();
+    const std::size_t live = live_.fetch_add(capacity, std::memory_order_relaxed) + capacity;
+    std::size_t peak = peak_.load(std::memory_order_relaxed);
+    while (live > peak && !peak_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
     }
-    void* p = place(raw, capacity, mapped);
-    std::lock_guard lock(mutex_);
-    count_live(capacity);
     return p;
   }
 
   // Releases a buffer from allocate(bytes) (the same `bytes`).
   TENFERRO_NOINLINE void deallocate(void* p, std::size_t bytes) noexcept {
-    const header h = header_of(p);
-    if (bytes < buffer_cache_min_bytes) {
-      small_deallocate(h.raw, bytes + alignment);
+    if (only_scalable_ || bytes < buffer_cache_min_bytes) {
+      small_deallocate(p, bytes);
       return;
     }
-    std::vector<void*> evicted;
+    const std::size_t capacity = system_blocks::capacity_of(p);
+    shard& own = own_shard();
+    live_.fetch_sub(capacity, std::memory_order_relaxed);
+    if (capacity > limit_.load(std::memory_order_relaxed)) {
+      system_blocks::free(p);
+      return;
+    }
+    bool kept = true;
     {
-      std::lock_guard lock(mutex_);
-      stats_.live_bytes -= h.capacity;
-      if (h.capacity <= limit_) {
-        try {
-          entries_.push_back({p, h.capacity});
-          stats_.retained_bytes += h.capacity;
-          ++stats_.entries;
-          p = nullptr;
-        } catch (...) {  // no room to record it: free it below
-        }
-        while (stats_.retained_bytes > limit_) pop_oldest(evicted);
+      std::lock_guard lock(own.mutex);
+      try {
+        own.entries.push_back({p, capacity});
+        retained_.fetch_add(capacity, std::memory_order_relaxed);
+      } catch (...) {  // no room to record it
+        kept = false;
       }
     }
-    if (p != nullptr) large_free(h);
-    for (void* q : evicted) large_free(header_of(q));
+    if (!kept) {
+      system_blocks::free(p);
+      return;
+    }
+    trim(own);
   }
 
-  std::size_t limit() const {
-    std::lock_guard lock(mutex_);
-    return limit_;
-  }
+  std::size_t limit() const { return limit_.load(std::memory_order_relaxed); }
 
   void set_limit(std::size_t bytes) {
-    std::vector<void*> evicted;
-    {
-      std::lock_guard lock(mutex_);
-      limit_ = bytes;
-      while (stats_.retained_bytes > limit_) pop_oldest(evicted);
-    }
-    for (void* q : evicted) large_free(header_of(q));
+    limit_.store(bytes, std::memory_order_relaxed);
+    trim(own_shard());
   }
 
   void clear() {
-    std::vector<entry> all;
-    {
-      std::lock_guard lock(mutex_);
-      all.swap(entries_);
-      stats_.evictions += all.size();
-      stats_.entries = 0;
-      stats_.retained_bytes = 0;
+    for (shard& s : shards_) {
+      std::vector<entry> all;
+      {
+        std::lock_guard lock(s.mutex);
+        all.swap(s.entries);
+        for (const entry& e : all) retained_.fetch_sub(e.capacity, std::memory_order_relaxed);
+      }
+      s.evictions.fetch_add(all.size(), std::memory_order_relaxed);
+      for (const entry& e : all) system_blocks::free(e.data);
     }
-    for (const entry& e : all) large_free(header_of(e.data));
   }
 
-  BufferCacheStats stats() const {
-    std::lock_guard lock(mutex_);
-    return stats_;
+  BufferCacheStats stats() {
+    constexpr auto relaxed = std::memory_order_relaxed;
+    BufferCacheStats s;
+    for (shard& h : shards_) {
+      {
+        std::lock_guard lock(h.mutex);
+        s.entries += h.entries.size();
+      }
+      s.hits += h.hits.load(relaxed);
+      s.misses += h.misses.load(relaxed);
+      s.evictions += h.evictions.load(relaxed);
+    }
+    s.retained_bytes = retained_.load(relaxed);
+    s.live_bytes = live_.load(relaxed);
+    s.peak_live_bytes = peak_.load(relaxed);
+    return s;
   }
 
-  void reset_peak() {
-    std::lock_guard lock(mutex_);
-    stats_.peak_live_bytes = stats_.live_bytes;
-  }
+  void reset_peak() { peak_.store(live_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
  private:
   struct entry {
     void* data;
     std::size_t capacity;
   };
-  // Kept just below the aligned address: where the block starts and how many bytes it holds.
-  // `raw` has its lowest bit set for a mapped block (blocks are at least 16-byte aligned).
-  struct header {
-    void* raw;
-    std::size_t capacity;
+  // Its counters are written by the threads using it (relaxed atomics: stats() reads them too).
+  struct alignas(64) shard {
+    std::mutex mutex;
+    std::vector<entry> entries;  // oldest first
+    std::atomic<std::size_t> hits{0}, misses{0}, evictions{0};
   };
-  static constexpr std::uintptr_t mapped_tag = 1;
-  // place() needs header + padding <= alignment for a block that is at least 16-byte aligned.
-  static_assert(sizeof(header) <= 16);
 
-  buffer_cache() = default;
+  buffer_cache() {
+    const char* v = std::getenv("TENFERRO_ALLOCATOR");
+    only_scalable_ = v != nullptr && std::string_view(v) == "tbb";
+    if (only_scalable_) scalable_allocation_mode(TBBMALLOC_USE_HUGE_PAGES, 1);
+  }
 
-  // Under the mutex: a buffer of `capacity` bytes handed out.
-  void count_live(std::size_t capacity) {
-    stats_.live_bytes += capacity;
-    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+  shard& own_shard() noexcept {
+    thread_local const std::size_t k = next_shard_.fetch_add(1, std::memory_order_relaxed) % shard_count;
+    return shards_[k];
+  }
+
+  // A kept buffer of at least `capacity` bytes and at most a quarter more (the best fit), from
+  // the calling thread's shard, else from another; nullptr if none.
+  void* take(shard& own, std::size_t capacity) {
+    if (retained_.load(std::memory_order_relaxed) == 0) return nullptr;
+    if (void* p = take_from(own, capacity)) return p;
+    for (shard& s : shards_) {
+      if (&s == &own) continue;
+      if (void* p = take_from(s, capacity)) return p;
+    }
+    return nullptr;
+  }
+
+  void* take_from(shard& s, std::size_t capacity) {
+    entry found{nullptr, 0};
+    {
+      std::lock_guard lock(s.mutex);
+      auto best = s.entries.end();
+      for (auto it = s.entries.begin(); it != s.entries.end(); ++it) {
+        if (it->capacity >= capacity && it->capacity - capacity <= capacity / 4 &&
+            (best == s.entries.end() || it->capacity < best->capacity)) {
+          best = it;
+        }
+      }
+      if (best == s.entries.end()) return nullptr;
+      found = *best;
+      s.entries.erase(best);
+      retained_.fetch_sub(found.capacity, std::memory_order_relaxed);
+    }
+    return found.data;
+  }
+
+  // Frees the oldest kept buffers, starting in `first`, until the cache is within its limit.
+  void trim(shard& first) {
+    shard* s = &first;
+    for (std::size_t tried = 0; retained_.load(std::memory_order_relaxed) > limit() && tried < shard_count;) {
+      entry oldest{nullptr, 0};
+      {
+        std::lock_guard lock(s->mutex);
+        if (!s->entries.empty()) {
+          oldest = s->entries.front();
+          s->entries.erase(s->entries.begin());
+          retained_.fetch_sub(oldest.capacity, std::memory_order_relaxed);
+        }
+      }
+      if (oldest.data == nullptr) {  // this shard is empty: the next one
+        s = &shards_[(static_cast<std::size_t>(s - shards_.data()) + 1) % shard_count];
+        ++tried;
+        continue;
+      }
+      s->evictions.fetch_add(1, std::memory_order_relaxed);
+      system_blocks::free(oldest.data);
+    }
   }
 
   // Large requests are rounded up to whole 4 KiB pages, so nearby sizes share buffers. A size
   // within a few huge pages of SIZE_MAX cannot be allocated (and would wrap the mapping's
-  // rounding in large_allocate).
+  // rounding).
   static std::size_t round_up(std::size_t bytes) {
     constexpr std::size_t page = 4096;
-    if (bytes > SIZE_MAX - 4 * huge_page) throw std::bad_alloc();
+    if (bytes > SIZE_MAX - 4 * system_blocks::huge_page) throw std::bad_alloc();
     return (bytes + page - 1) / page * page;
   }
 
-  // The aligned address inside `raw` (a block of capacity + alignment bytes, at least
-  // 16-byte aligned), with its header written just below it.
-  static void* place(void* raw, std::size_t capacity, bool mapped = false) noexcept {
-    const auto base = reinterpret_cast<std::uintptr_t>(raw) + sizeof(header);
-    void* p = reinterpret_cast<void*>((base + alignment - 1) & ~std::uintptr_t{alignment - 1});
-    void* const tagged =
-        reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(raw) | (mapped ? mapped_tag : 0));
-    ::new (static_cast<char*>(p) - sizeof(header)) header{tagged, capacity};
+  // Buffers the cache does not keep: a block-pool block with the aligned buffer placed inside,
+  // or (larger, or every buffer under TENFERRO_ALLOCATOR=tbb) oneTBB's.
+  void* small_allocate(std::size_t bytes) const {
+    if (!only_scalable_ && bytes + alignment <= block_pool::max_bytes) {
+      return system_blocks::place(block_pool::allocate(bytes + alignment), bytes + alignment);
+    }
+    void* p = scalable_aligned_malloc(bytes == 0 ? 1 : bytes, alignment);
+    if (p == nullptr) throw std::bad_alloc();
     return p;
   }
 
-  static header header_of(void* p) noexcept {
-    return *std::launder(reinterpret_cast<header*>(static_cast<char*>(p) - sizeof(header)));
-  }
-
-  // Blocks of `total` bytes (capacity + alignment) for cached buffers: from mmap, 2 MiB aligned
-  // and advised for huge pages, from `huge_page` bytes on (`mapped` says so); else from malloc.
-  // nullptr when the system has no memory left.
-  static constexpr std::size_t huge_page = std::size_t{2} << 20;
-  static void* large_allocate(std::size_t total, bool& mapped) noexcept {
-    mapped = false;
-#if TENFERRO_MMAP_BUFFERS
-    if (total >= huge_page) {
-      // Map a huge page more, then unmap the unaligned head and the tail beyond `length`.
-      const std::size_t length = mapped_length(total);
-      void* const region =
-          ::mmap(nullptr, length + huge_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (region == MAP_FAILED) return nullptr;
-      const auto start = reinterpret_cast<std::uintptr_t>(region);
-      const auto aligned = (start + huge_page - 1) & ~std::uintptr_t{huge_page - 1};
-      if (aligned != start) ::munmap(region, aligned - start);
-      if (const std::size_t tail = start + huge_page - aligned; tail != 0) {
-        ::munmap(reinterpret_cast<void*>(aligned + length), tail);
-      }
-#if defined(MADV_HUGEPAGE)
-      ::madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);  // advice only: no error to handle
-#endif
-      mapped = true;
-      return reinterpret_cast<void*>(aligned);
-    }
-#endif
-    return std::malloc(total);
-  }
-
-  static void large_free(const header& h) noexcept {
-    const auto raw = reinterpret_cast<std::uintptr_t>(h.raw);
-#if TENFERRO_HAS_MMAP
-    if ((raw & mapped_tag) != 0) {
-      ::munmap(reinterpret_cast<void*>(raw & ~mapped_tag), mapped_length(h.capacity + alignment));
-      return;
-    }
-#endif
-    std::free(reinterpret_cast<void*>(raw));
-  }
-
-#if TENFERRO_HAS_MMAP
-  // Whole huge pages when that wastes at most an eighth (1e6 doubles: 8 MiB for 8 MB, all of it
-  // in huge pages), else whole pages of the system (mmap's unit; the tail beyond the last whole
-  // huge page then has small pages).
-  static std::size_t mapped_length(std::size_t total) noexcept {
-    const std::size_t huge = (total + huge_page - 1) / huge_page * huge_page;
-    if (huge - total <= total / 8) return huge;
-    static const std::size_t page = [] {
-      const long size = ::sysconf(_SC_PAGESIZE);
-      return size > 0 ? static_cast<std::size_t>(size) : std::size_t{4096};
-    }();
-    return (total + page - 1) / page * page;
-  }
-#endif
-
-  static void* small_allocate(std::size_t total) {
-    if (total <= block_pool::classes * block_pool::granule) return block_pool::allocate(total);
-    void* raw = std::malloc(total);
-    if (raw == nullptr) throw std::bad_alloc();
-    return raw;
-  }
-
-  static void small_deallocate(void* raw, std::size_t total) noexcept {
-    if (total <= block_pool::classes * block_pool::granule) {
-      block_pool::deallocate(raw, total);
+  void small_deallocate(void* p, std::size_t bytes) const noexcept {
+    if (!only_scalable_ && bytes + alignment <= block_pool::max_bytes) {
+      block_pool::deallocate(system_blocks::header_of(p).raw, bytes + alignment);
     } else {
-      std::free(raw);
+      scalable_aligned_free(p);
     }
   }
 
-  void pop_oldest(std::vector<void*>& evicted) {
-    const entry e = entries_.front();
-    entries_.erase(entries_.begin());
-    stats_.retained_bytes -= e.capacity;
-    --stats_.entries;
-    ++stats_.evictions;
-    try {
-      evicted.push_back(e.data);
-    } catch (...) {
-      large_free(header_of(e.data));
-    }
-  }
-
-  mutable std::mutex mutex_;
-  std::vector<entry> entries_;  // oldest first
-  std::size_t limit_ = default_limit;
-  BufferCacheStats stats_;
+  bool only_scalable_ = false;
+  std::array<shard, shard_count> shards_;
+  std::atomic<std::size_t> next_shard_{0};
+  std::atomic<std::size_t> limit_{default_limit};
+  // Process-wide, for the limit and the peak: the bytes kept and in use, and the peak of the latter.
+  std::atomic<std::size_t> retained_{0}, live_{0}, peak_{0};
 };
 
 // The allocator of tenferro's arrays (see the top of this header).

@@ -419,7 +419,9 @@ inline Tensor scaled(const Tensor& a, double s) {
 
 }  // namespace tenferro::cpu
 
-#if !TENFERRO_HEADER_ONLY
+// Declared only in a program's translation units, and in the part of tenferro::eager that
+// compiles the runtime (separate_compilation.hpp).
+#if !TENFERRO_HEADER_ONLY || defined(TENFERRO_EXTERN_KERNELS)
 namespace tenferro::cpu {
 #define TENFERRO_KERNEL(E) extern template struct fused_kernels<E>;
 #include <tenferro/cpu/kernel_list.inc>

@@ -31,6 +31,7 @@ class block_pool {
   static constexpr std::size_t granule = 64;
   static constexpr std::size_t classes = 16;  // blocks of 64, 128, ..., 1024 bytes
   static constexpr std::uint32_t keep = 2048;
+  static constexpr std::size_t max_bytes = classes * granule;  // the largest block it keeps
 
   static void* allocate(std::size_t bytes) {
     const std::size_t c = size_class(bytes);
