@@ -254,8 +254,14 @@ class buffer_cache {
   }
 
   // Buffers the cache does not keep: a block-pool block with the aligned buffer placed inside,
-  // or (larger, or every buffer under TENFERRO_ALLOCATOR=tbb) oneTBB's.
+  // or (larger, or every buffer under TENFERRO_ALLOCATOR=tbb) oneTBB's. Under AddressSanitizer
+  // (where the block pool is off too) they come from malloc, where overflows of them are caught.
   void* small_allocate(std::size_t bytes) const {
+    if (TENFERRO_ASAN && !only_scalable_) {
+      void* p = system_blocks::allocate(bytes);
+      if (p == nullptr) throw std::bad_alloc();
+      return p;
+    }
     if (!only_scalable_ && bytes + alignment <= block_pool::max_bytes) {
       return system_blocks::place(block_pool::allocate(bytes + alignment), bytes + alignment);
     }
@@ -265,7 +271,9 @@ class buffer_cache {
   }
 
   void small_deallocate(void* p, std::size_t bytes) const noexcept {
-    if (!only_scalable_ && bytes + alignment <= block_pool::max_bytes) {
+    if (TENFERRO_ASAN && !only_scalable_) {
+      system_blocks::free(p);
+    } else if (!only_scalable_ && bytes + alignment <= block_pool::max_bytes) {
       block_pool::deallocate(system_blocks::header_of(p).raw, bytes + alignment);
     } else {
       scalable_aligned_free(p);

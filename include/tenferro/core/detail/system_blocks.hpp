@@ -24,17 +24,19 @@
 #define TENFERRO_HAS_MMAP 0
 #endif
 
-// Whether this translation unit maps large buffers itself.
+// Whether this translation unit is built with AddressSanitizer, and whether it maps large
+// buffers itself.
 #if defined(__SANITIZE_ADDRESS__)
-#define TENFERRO_MMAP_BUFFERS 0
+#define TENFERRO_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define TENFERRO_MMAP_BUFFERS 0
+#define TENFERRO_ASAN 1
 #endif
 #endif
-#if !defined(TENFERRO_MMAP_BUFFERS)
-#define TENFERRO_MMAP_BUFFERS TENFERRO_HAS_MMAP
+#if !defined(TENFERRO_ASAN)
+#define TENFERRO_ASAN 0
 #endif
+#define TENFERRO_MMAP_BUFFERS (TENFERRO_HAS_MMAP && !TENFERRO_ASAN)
 
 namespace tenferro::detail::system_blocks {
 
