@@ -80,7 +80,10 @@ TEST_CASE("a released large buffer is reused by the next request of about its si
     CHECK(reused.hits == released.hits + 1);
     CHECK(reused.entries == 0);
     CHECK(reused.retained_bytes == 0);
+    // In use by what it holds, not by what was asked.
+    CHECK(reused.live_bytes == live + released.retained_bytes);
   }
+  CHECK(buffer_cache_stats().live_bytes == live);
   {
     // Half the size: the kept buffer is too large for it; a fresh one is allocated.
     const Tensor t = Tensor::full({n / 2}, 1.0);

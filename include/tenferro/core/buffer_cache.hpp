@@ -90,7 +90,10 @@ class buffer_cache {
         if (p == nullptr) throw std::bad_alloc();
       }
     }
-    const std::size_t live = live_.fetch_add(capacity, std::memory_order_relaxed) + capacity;
+    // A kept buffer may be up to a quarter larger than asked: counted by what it holds, as when
+    // it is released.
+    const std::size_t held = system_blocks::capacity_of(p);
+    const std::size_t live = live_.fetch_add(held, std::memory_order_relaxed) + held;
     std::size_t peak = peak_.load(std::memory_order_relaxed);
     while (live > peak && !peak_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
     }
