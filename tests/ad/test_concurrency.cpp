@@ -1,7 +1,7 @@
 // ad/ under concurrency: several threads sharing one runtime, and eager work started from inside
 // tasks of the runtime's own arena, with deferred fusion on (large tensors). A watchdog turns a
 // deadlock into a failure with a message instead of a hung test.
-#include <tenferro/core/detail/system_blocks.hpp>  // TENFERRO_ASAN
+#include <tenferro/core/detail/config.hpp>  // TENFERRO_ASAN
 #include <tenferro/eager.hpp>
 
 #include <tbb/parallel_for.h>

@@ -143,8 +143,10 @@ class buffer_cache {
       {
         std::lock_guard lock(s.mutex);
         all.swap(s.entries);
-        for (const entry& e : all) retained_.fetch_sub(e.capacity, std::memory_order_relaxed);
       }
+      std::size_t bytes = 0;
+      for (const entry& e : all) bytes += e.capacity;
+      retained_.fetch_sub(bytes, std::memory_order_relaxed);
       s.evictions.fetch_add(all.size(), std::memory_order_relaxed);
       for (const entry& e : all) system_blocks::free(e.data);
     }

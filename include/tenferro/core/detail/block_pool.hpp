@@ -9,20 +9,13 @@
 // use-after-free of these objects is still reported.
 #pragma once
 
+#include <tenferro/core/detail/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <new>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TENFERRO_BLOCK_POOL 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TENFERRO_BLOCK_POOL 0
-#endif
-#endif
-#ifndef TENFERRO_BLOCK_POOL
-#define TENFERRO_BLOCK_POOL 1
-#endif
+#define TENFERRO_BLOCK_POOL (!TENFERRO_ASAN)
 
 namespace tenferro::detail {
 

@@ -1,6 +1,19 @@
 // Compiler attributes used by the hot paths.
 #pragma once
 
+// Whether this translation unit is built with AddressSanitizer (g++ and clang spell it apart).
+// Allocators step aside under it, so that the sanitizer sees every block.
+#if defined(__SANITIZE_ADDRESS__)
+#define TENFERRO_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TENFERRO_ASAN 1
+#endif
+#endif
+#if !defined(TENFERRO_ASAN)
+#define TENFERRO_ASAN 0
+#endif
+
 // The fused loops rely on the whole expression tree being inlined into one loop body; deep
 // trees exceed the compiler's default inlining budget without this.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -11,6 +11,8 @@
 // other's buffers.)
 #pragma once
 
+#include <tenferro/core/detail/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -24,18 +26,7 @@
 #define TENFERRO_HAS_MMAP 0
 #endif
 
-// Whether this translation unit is built with AddressSanitizer, and whether it maps large
-// buffers itself.
-#if defined(__SANITIZE_ADDRESS__)
-#define TENFERRO_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TENFERRO_ASAN 1
-#endif
-#endif
-#if !defined(TENFERRO_ASAN)
-#define TENFERRO_ASAN 0
-#endif
+// Whether this translation unit maps large buffers itself.
 #define TENFERRO_MMAP_BUFFERS (TENFERRO_HAS_MMAP && !TENFERRO_ASAN)
 
 namespace tenferro::detail::system_blocks {
