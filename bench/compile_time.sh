@@ -3,7 +3,7 @@
 # - bench/compile_time/grad20.cpp (value_and_grad of a 20-node expression of three inputs) with
 #   the flags tenferro's own programs use (-O3), against a translation unit that only includes
 #   the same headers;
-# - bench/compile_time/eager_program.cpp, a small eager program as a program linking
+# - tests/package/consumer/eager.cpp, a small eager program as a program linking
 #   tenferro::eager compiles it (TENFERRO_SEPARATE_COMPILATION, -O2), with its peak memory.
 #
 # Usage: bench/compile_time.sh [compiler]                 wall time, three runs (default: g++)
@@ -48,12 +48,12 @@ instructions_of() {  # billions of instructions of the compiler proper (cc1plus)
 if [[ $mode == instructions ]]; then
   echo "headers only $(instructions_of "$tmp/headers.cpp") G instructions," \
     "grad of 20 nodes $(instructions_of bench/compile_time/grad20.cpp) G instructions," \
-    "eager program $(instructions_of bench/compile_time/eager_program.cpp eager) G instructions"
+    "eager program $(instructions_of tests/package/consumer/eager.cpp eager) G instructions"
   exit 0
 fi
 for run in 1 2 3; do
   echo "run $run: headers only $(time_of "$tmp/headers.cpp") s," \
     "grad of 20 nodes $(time_of bench/compile_time/grad20.cpp) s," \
-    "eager program $(time_of bench/compile_time/eager_program.cpp eager) s"
+    "eager program $(time_of tests/package/consumer/eager.cpp eager) s"
 done
-echo "eager program: peak compiler memory $(peak_mb_of bench/compile_time/eager_program.cpp) MB"
+echo "eager program: peak compiler memory $(peak_mb_of tests/package/consumer/eager.cpp) MB"
