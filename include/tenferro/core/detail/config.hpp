@@ -16,7 +16,7 @@
 
 // The fused loops rely on the whole expression tree being inlined into one loop body; deep
 // trees exceed the compiler's default inlining budget without this.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if TENFERRO_ASAN || defined(__SANITIZE_THREAD__)
 // Sanitizer builds check behaviour, not speed: flattening whole fused loops under instrumentation
 // multiplies their compile time and memory several times over.
 #define TENFERRO_ALWAYS_INLINE inline
