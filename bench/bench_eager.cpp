@@ -1,7 +1,8 @@
 // The eager runtime, side by side in one run: per-op overhead on a chain of 100 elementwise ops;
 // sum(sin(x) * y + exp(x * y)) op by op, through apply, and with the compile-time engine; a normal
 // log-density with rank-0 parameters broadcast against the data, and a stable log-sum-exp; ops
-// on i64, bool-valued comparisons and c64 values and gradients.
+// on i64, bool-valued comparisons and c64 values and gradients; strided and broadcast operands;
+// a matrix product and its gradients.
 // Arguments: {N} (chains) or {N, threads}. torch_eager.py times the same workloads in PyTorch.
 #include <tenferro/apply.hpp>
 
@@ -264,6 +265,19 @@ void column_broadcast_mul(benchmark::State& s) {
   for (auto _ : s) benchmark::DoNotOptimize((in.x * in.column).materialized());
 }
 
+// sum(x @ y) and its gradients to x and y, n x n f64, on {threads}: three BLAS products.
+void matmul_backward(benchmark::State& s) {
+  auto ctx = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(static_cast<std::size_t>(s.range(1))));
+  const auto n = static_cast<std::size_t>(s.range(0));
+  const Tensor x0 = random_matrix(n, n, 1), y0 = random_matrix(n, n, 2);
+  for (auto _ : s) {
+    auto x = EagerTensor::requires_grad_in(x0, ctx);
+    auto y = EagerTensor::requires_grad_in(y0, ctx);
+    x.matmul(y).reduce_sum().backward();
+    benchmark::DoNotOptimize(y.grad());
+  }
+}
+
 void f64_less(benchmark::State& s) {
   sin_exp_inputs in(s);
   const auto x = EagerTensor::from_tensor_in(in.x0, in.ctx);
@@ -371,6 +385,13 @@ BENCHMARK(transposed_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime
 BENCHMARK(compact_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(row_broadcast_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(column_broadcast_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
+BENCHMARK(matmul_backward)
+    ->Args({64, 1})
+    ->Args({512, 1})
+    ->Args({512, 2})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime()
+    ->MinWarmUpTime(0.5);
 
 BENCHMARK(i64_mul_add)->Arg(1000000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(f64_less)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);

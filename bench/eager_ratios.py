@@ -67,3 +67,11 @@ for name, label in [("transposed_mul", "`x.T * y`, `x.T` a view"), ("compact_mul
     us = ours[(name, 1000, 1)]
     pt = torch.get((name, 1000, 1))
     print(f"| {label} | {us:.0f} | {pt:.0f} | {us / pt:.2f} |" if pt else f"| {label} | {us:.0f} | - | - |")
+print()
+print("| `sum(x @ y)` + gradients of x and y, f64 | threads | tenferro µs | PyTorch µs | tenferro / PyTorch |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for n, threads in [(64, 1), (512, 1), (512, 2)]:
+    us = ours[("matmul_backward", n, threads)]
+    pt = torch.get(("matmul_backward", n, threads))
+    print(f"| {n} x {n} | {threads} | {us:.0f} | {pt:.0f} | {us / pt:.2f} |" if pt
+          else f"| {n} x {n} | {threads} | {us:.0f} | - | - |")

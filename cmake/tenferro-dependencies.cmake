@@ -15,3 +15,12 @@ _tenferro_require(xsimd)
 _tenferro_require(xtensor)
 _tenferro_require(TBB)
 _tenferro_require(Boost 1.74)
+# The BLAS of the eager runtime's contractions (called through CBLAS): OpenBLAS unless BLA_VENDOR
+# names another.
+if(NOT DEFINED BLA_VENDOR)
+  set(BLA_VENDOR OpenBLAS)
+  _tenferro_require(BLAS)
+  unset(BLA_VENDOR)
+else()
+  _tenferro_require(BLAS)
+endif()

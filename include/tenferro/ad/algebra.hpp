@@ -1,4 +1,4 @@
-// The two forms every derivative rule of a structural op (reductions, layout, matmul, cast) runs
+// The two forms every derivative rule of a structural op (reductions, layout, contractions, cast) runs
 // in, behind one interface so each rule is written once as a template over the algebra:
 //
 //   kernel_algebra   values are Tensors; each step is a CPU kernel (backward(), transforms under
@@ -9,6 +9,7 @@
 
 #include <tenferro/ad/tensor.hpp>
 #include <tenferro/cpu/complex.hpp>
+#include <tenferro/cpu/contract.hpp>
 #include <tenferro/cpu/fused.hpp>
 #include <tenferro/cpu/layout.hpp>
 #include <tenferro/cpu/reduce.hpp>
@@ -48,7 +49,11 @@ struct kernel_algebra {
     return cpu::broadcast_to(a, s, "broadcast_to");
   }
   Tensor sum_to(const Tensor& a, const Shape& s) const { return cpu::sum_to(a, s); }
-  Tensor matmul(const Tensor& a, const Tensor& b) const { return cpu::matmul(a, b, "matmul"); }
+  Tensor dot_general(const Tensor& a, const Tensor& b, const DotGeneralConfig& c, bool conj_a,
+                     bool conj_b) const {
+    return backend.run(cpu::contraction_work(a, b, c),
+                       [&] { return cpu::dot_general(a, b, c, conj_a, conj_b, "dot_general"); });
+  }
   Tensor cast(const Tensor& a, DType d) const { return cpu::cast(a, d); }
   Tensor part(const Tensor& z, cpu::complex_part p) const { return cpu::part_of(z, p, "complex part"); }
   Tensor zero_indicator(const Tensor& v) const { return cpu::zero_indicator(v); }
@@ -91,7 +96,10 @@ struct traced_algebra {
   EagerTensor transpose(const EagerTensor& a, const Axes& perm) const { return a.transpose(perm); }
   EagerTensor broadcast_to(const EagerTensor& a, const Shape& s) const { return a.broadcast_to(s); }
   EagerTensor sum_to(const EagerTensor& a, const Shape& s) const { return a.sum_to(s); }
-  EagerTensor matmul(const EagerTensor& a, const EagerTensor& b) const { return a.matmul(b); }
+  EagerTensor dot_general(const EagerTensor& a, const EagerTensor& b, const DotGeneralConfig& c, bool conj_a,
+                          bool conj_b) const {
+    return a.dot_general_with_conj(b, c, conj_a, conj_b);
+  }
   EagerTensor cast(const EagerTensor& a, DType d) const { return a.to(d); }
   EagerTensor part(const EagerTensor& z, cpu::complex_part p) const {
     switch (p) {

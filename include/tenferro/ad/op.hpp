@@ -6,7 +6,7 @@
 // is hashable, comparable and printable.
 //
 // Entries are made by the op families (ad/ops/elementwise.hpp: every op of the compile-time layer
-// over placeholders; ad/ops/structural.hpp: reductions, layout, matmul, casts) and registered in
+// over placeholders; ad/rules.hpp: reductions, layout, contractions, casts) and registered in
 // op_table() under a unique name the first time they are used.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The structural ops' entries in the op table (reductions over axes, reshape, transpose,
-// broadcast_to / sum_to, matmul, dtype conversion). Each rule is written once, as a template over
+// broadcast_to / sum_to, dot_general, dtype conversion). Each rule is written once, as a template over
 // the algebra (ad/algebra.hpp), and its entry (rule_def) runs it on Tensors with kernels or on
 // EagerTensors with recorded ops. A rule is rebuilt from its node: the attributes (`attributes()`)
 // and the input's shape and dtype.
@@ -247,25 +247,93 @@ struct cast_rule {
   }
 };
 
-// C = A B:  dA = G Bᵀ, dB = Aᵀ G;  tangent dA B + A dB.
-struct matmul_rule {
+// C = dot_general(op_a(A), op_b(B)) with op = conj or identity (conj_a, conj_b). Cotangents are
+// contractions of G with the other operand, over the axes that operand kept, then put back in
+// the operand's axis order; conjugations follow PyTorch's convention (G Bᴴ and Aᴴ G for a plain
+// matrix product). The tangent: dot_general(dA, B) + dot_general(A, dB), same flags.
+struct dot_general_rule {
   static constexpr std::size_t arity = 2;
-  OpAttributes attributes() const { return {}; }
-  static matmul_rule from(const node&) { return {}; }
+  DotGeneralConfig config;
+  bool conj_a = false, conj_b = false;
+
+  // ints: conj_a, conj_b, the number of contracted pairs, then the four lists.
+  OpAttributes attributes() const {
+    OpAttributes a;
+    a.ints = {conj_a, conj_b, static_cast<std::int64_t>(config.lhs_contracting.size())};
+    for (const Axes* list :
+         {&config.lhs_contracting, &config.rhs_contracting, &config.lhs_batch, &config.rhs_batch}) {
+      for (const std::size_t d : *list) a.ints.push_back(static_cast<std::int64_t>(d));
+    }
+    return a;
+  }
+  static dot_general_rule from(const node& n) {
+    const auto& ints = n.attributes().ints;
+    const auto nc = static_cast<std::size_t>(ints[2]), nb = (ints.size() - 3 - 2 * nc) / 2;
+    auto take = [&, at = std::size_t{3}](std::size_t count) mutable {
+      Axes out(ints.begin() + static_cast<std::ptrdiff_t>(at),
+               ints.begin() + static_cast<std::ptrdiff_t>(at + count));
+      at += count;
+      return out;
+    };
+    dot_general_rule r;
+    r.conj_a = ints[0] != 0, r.conj_b = ints[1] != 0;
+    r.config.lhs_contracting = take(nc);
+    r.config.rhs_contracting = take(nc);
+    r.config.lhs_batch = take(nb);
+    r.config.rhs_batch = take(nb);
+    return r;
+  }
+
   template <class A>
   cotangents<value_of<A>> vjp(const A& a, std::span<const value_of<A>> in, const value_of<A>&,
                               const value_of<A>& cot, const std::vector<bool>& needed) const {
-    const Axes swap{1, 0};
+    const Shape sa = A::tensor(in[0]).shape(), sb = A::tensor(in[1]).shape();
+    const auto plan = plan_contraction("dot_general", sa, sb, config);
+    const std::size_t nb = config.lhs_batch.size();
+    const std::size_t nfa = plan.lhs_free.size(), nfb = plan.rhs_free.size();
+    auto range = [](std::size_t from, std::size_t count) {
+      Axes r(count);
+      for (std::size_t i = 0; i < count; ++i) r[i] = from + i;
+      return r;
+    };
+    // For each contracted axis of `side` in increasing order, its partner of the other side.
+    auto partners = [&](const Axes& side, const Axes& other) {
+      Axes sorted = side, out;
+      std::ranges::sort(sorted);
+      for (const std::size_t d : sorted) out.push_back(other[std::ranges::find(side, d) - side.begin()]);
+      return out;
+    };
+    // The contraction's axis r is the operand's axis src[r]: the transpose back.
+    auto back = [&](const value_of<A>& v, const Axes& src, DType dtype) {
+      return a.cast(a.transpose(v, cpu::inverse_permutation(src)), dtype);
+    };
     cotangents<value_of<A>> out(2);
-    if (needed[0]) out[0] = a.cast(a.matmul(cot, a.transpose(in[1], swap)), A::tensor(in[0]).dtype());
-    if (needed[1]) out[1] = a.cast(a.matmul(a.transpose(in[0], swap), cot), A::tensor(in[1]).dtype());
+    if (needed[0]) {  // G against B's free axes: [batch, A's free, B's contracted (B's order)]
+      const DotGeneralConfig c{range(nb + nfa, nfb), plan.rhs_free, range(0, nb), config.rhs_batch};
+      Axes src = config.lhs_batch;
+      src.insert(src.end(), plan.lhs_free.begin(), plan.lhs_free.end());
+      const Axes p = partners(config.rhs_contracting, config.lhs_contracting);
+      src.insert(src.end(), p.begin(), p.end());
+      out[0] = back(a.dot_general(cot, in[1], c, conj_a, conj_a == conj_b), src, A::tensor(in[0]).dtype());
+    }
+    if (needed[1]) {  // A's free axes against G: [batch, A's contracted (A's order), B's free]
+      const DotGeneralConfig c{plan.lhs_free, range(nb, nfa), config.lhs_batch, range(0, nb)};
+      Axes src = config.rhs_batch;
+      const Axes p = partners(config.lhs_contracting, config.rhs_contracting);
+      src.insert(src.end(), p.begin(), p.end());
+      src.insert(src.end(), plan.rhs_free.begin(), plan.rhs_free.end());
+      out[1] = back(a.dot_general(in[0], cot, c, conj_a == conj_b, conj_b), src, A::tensor(in[1]).dtype());
+    }
     return out;
   }
   template <class A>
   value_of<A> jvp(const A& a, std::span<const value_of<A>> in, const value_of<A>&,
                   std::span<const value_of<A>* const> t) const {
-    if (t[0] && t[1]) return a.add(a.matmul(*t[0], in[1]), a.matmul(in[0], *t[1]));
-    return t[0] ? a.matmul(*t[0], in[1]) : a.matmul(in[0], *t[1]);
+    auto with = [&](const value_of<A>& x, const value_of<A>& y) {
+      return a.dot_general(x, y, config, conj_a, conj_b);
+    };
+    if (t[0] && t[1]) return a.add(with(*t[0], in[1]), with(in[0], *t[1]));
+    return t[0] ? with(*t[0], in[1]) : with(in[0], *t[1]);
   }
 };
 

@@ -8,6 +8,7 @@
 
 #include <tenferro/ad/runtime.hpp>
 #include <tenferro/ad/state.hpp>
+#include <tenferro/core/contraction.hpp>
 #include <tenferro/tensor/io.hpp>
 
 #include <memory>
@@ -171,13 +172,28 @@ class EagerTensor {
 
   EagerTensor reshape(const Shape& shape) const;
   EagerTensor transpose(const Axes& perm) const;
+  // Contractions (on BLAS for f32, f64, c32, c64; a wrapping loop for i32, i64). dot_general:
+  // XLA's DotGeneral (core/contraction.hpp): the result's axes are the batch axes, then this
+  // tensor's free axes, then other's. _with_conj conjugates either operand first. matmul: NumPy's
+  // (rank 1 and 2; above, batches over the leading axes, broadcast). outer: every pair of
+  // elements, shape this ++ other's. dot: the sum of products of two vectors (no conjugation).
+  EagerTensor dot_general(const EagerTensor& other, const DotGeneralConfig& config) const;
+  EagerTensor dot_general_with_conj(const EagerTensor& other, const DotGeneralConfig& config, bool conj_lhs,
+                                    bool conj_rhs) const;
   EagerTensor matmul(const EagerTensor& other) const;
+  EagerTensor outer(const EagerTensor& other) const;
+  EagerTensor dot(const EagerTensor& other) const;
   // NumPy broadcast to a larger shape, and its adjoint (sum over the broadcast axes).
   EagerTensor broadcast_to(const Shape& shape) const;
-  // The same values as another dtype: floating to integer truncates toward zero and saturates
-  // (NaN gives 0), anything to bool is != 0, complex to real keeps the real part. Between floating
-  // and complex dtypes the cotangent converts back (to a real input: its real part); an integer or
-  // Bool result does not track grad.
+  // The same values as another dtype. cast (and to, the same op) converts lossily: floating to
+  // integer truncates toward zero and saturates (NaN gives 0), anything to bool is != 0, complex
+  // to real keeps the real part. convert is checked: it converts only toward the dtype
+  // promote_types(dtype(), d) names (bool to anything, i32 to i64, integers to floating, f32 to
+  // f64, real to complex, c32 to c64) and throws Unsupported "unsupported dtype conversion"
+  // otherwise. Between floating and complex dtypes the cotangent converts back (to a real input:
+  // its real part); an integer or Bool result does not track grad.
+  EagerTensor cast(DType dtype) const;
+  EagerTensor convert(DType dtype) const;
   EagerTensor to(DType dtype) const;
   EagerTensor sum_to(const Shape& shape) const;
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tenferro {
@@ -47,6 +48,16 @@ inline std::optional<std::size_t> checked_shape_size(std::span<const std::size_t
   }
   return empty ? 0 : nonzero;
 }
+
+namespace detail {
+// Throws InvalidArgument: `shape`, given to `op`, breaks the size rule.
+[[noreturn, gnu::cold]] TENFERRO_NOINLINE inline void throw_shape_too_large(
+    std::string_view op, std::span<const std::size_t> shape) {
+  throw_error(ErrorKind::InvalidArgument, op,
+              {"shape ", shape,
+               " has too many elements (the product of its non-zero extents must not exceed 2^63 - 1)"});
+}
+}  // namespace detail
 
 // The NumPy broadcast of two shapes, the one rule of every layer: right-aligned, each pair of
 // extents equal or one of them 1 (the result takes the other), missing leading axes count as 1.

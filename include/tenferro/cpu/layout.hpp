@@ -1,6 +1,6 @@
 // Kernels that move elements without arithmetic on them, or with a fixed pattern: the views reshape,
 // transpose and broadcast_to (Tensor::as_strided: no element is copied), broadcast_to's adjoint
-// sum_to, and rank-2 matmul.
+// sum_to.
 #pragma once
 
 #include <tenferro/cpu/common.hpp>
@@ -107,37 +107,6 @@ inline Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.dtype() == DType::Bool) return sum_to(cast(x, DType::I64), shape);
   return visit_compute(
       x.dtype(), [&]<class T>(T) { return Tensor(expr::detail::reduce_to_shape<T>(x.array<T>(), shape)); });
-}
-
-// The product of rank-2 tensors a [m, k] and b [k, n] → [m, n] (f32/f64, promoted).
-inline Tensor matmul(const Tensor& a, const Tensor& b, std::string_view op) {
-  const std::array<Tensor, 2> in{a, b};
-  const DType dtype = promote(op, in);
-  const Shape sa = a.shape(), sb = b.shape();
-  if (sa.size() != 2 || sb.size() != 2 || sa[1] != sb[0]) {
-    throw Error(ErrorKind::ShapeMismatch, std::string(op),
-                "needs rank-2 tensors [m, k] and [k, n]; got shapes " + format_shape(sa) + " and " +
-                    format_shape(sb));
-  }
-  const std::size_t m = sa[0], k = sa[1], n = sb[1];
-  return visit_real(dtype, [&]<class T>(T) {
-    const Tensor ca = cast(a, dtype), cb = cast(b, dtype);
-    const T* A = ca.array<T>().data();
-    const T* B = cb.array<T>().data();
-    auto out = tenferro::detail::new_array<T>(op, Shape{m, n});
-    T* C = out.data();
-    std::fill(C, C + m * n, T(0));
-    // Column-major: C[:, j] += A[:, p] * B[p, j]; the inner loop is contiguous and vectorizes.
-    for (std::size_t j = 0; j < n; ++j) {
-      for (std::size_t p = 0; p < k; ++p) {
-        const T s = B[p + j * k];
-        const T* Ap = A + p * m;
-        T* Cj = C + j * m;
-        for (std::size_t i = 0; i < m; ++i) Cj[i] += Ap[i] * s;
-      }
-    }
-    return Tensor(std::move(out));
-  });
 }
 
 }  // namespace tenferro::cpu

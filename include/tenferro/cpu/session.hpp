@@ -8,6 +8,7 @@
 #include <tenferro/cpu/backend.hpp>
 #include <tenferro/tensor/tensor.hpp>
 #if TENFERRO_HEADER_ONLY  // else compiled once by <tenferro/separate_compilation.hpp>
+#include <tenferro/cpu/contract.hpp>
 #include <tenferro/cpu/fused.hpp>
 #include <tenferro/cpu/layout.hpp>
 #include <tenferro/cpu/reduce.hpp>
@@ -31,7 +32,7 @@ class BackendSession {
   virtual Tensor neg(const Tensor& a) = 0;
   virtual Tensor exp(const Tensor& a) = 0;
   virtual Tensor log(const Tensor& a) = 0;
-  // Reductions (nullopt: every axis), layout, linear algebra.
+  // Reductions (nullopt: every axis), layout, NumPy's matmul.
   virtual Tensor reduce_sum(const Tensor& a, const std::optional<Axes>& axes = std::nullopt) = 0;
   virtual Tensor reshape(const Tensor& a, const Shape& shape) = 0;
   virtual Tensor transpose(const Tensor& a, const Axes& perm) = 0;

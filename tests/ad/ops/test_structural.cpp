@@ -1,5 +1,5 @@
 // The structural ops (ad/ops.hpp): reductions, layout (reshape, transpose, broadcast_to, sum_to,
-// views), matmul and conversions, each one case of the op harness (values against a plain
+// views) and conversions, each one case of the op harness (values against a plain
 // reference, vjp and jvp against central differences, in every floating and complex dtype it
 // accepts), plus their known values, ties, integer forms and views.
 #include "../op_harness.hpp"
@@ -96,18 +96,6 @@ Reference permuted(Axes perm, F f) {
 std::vector<op_case> cases() {
   const auto sin = [](C z) { return std::sin(z); };
   std::vector<op_case> c = {
-      {"matmul",
-       [](const Inputs& x) { return x[0].matmul(x[1]); },
-       {{3, 2}, {2, 4}},
-       {{}, {}},
-       R,
-       [](const std::vector<std::vector<C>>& in, const std::vector<Shape>&) {
-         std::vector<C> r(12);
-         for (std::size_t i = 0; i < 3; ++i)
-           for (std::size_t j = 0; j < 4; ++j)
-             for (std::size_t k = 0; k < 2; ++k) r[i + 3 * j] += in[0][i + 3 * k] * in[1][k + 2 * j];
-         return r;
-       }},
       {"reshape",
        [](const Inputs& x) {
          return x[0].reshape({2, 6}).sin();

@@ -17,14 +17,6 @@
 
 namespace tenferro::detail {
 
-// Throws InvalidArgument: `shape`, given to `op`, breaks the size rule.
-[[noreturn, gnu::cold]] TENFERRO_NOINLINE inline void throw_shape_too_large(
-    std::string_view op, std::span<const std::size_t> shape) {
-  throw_error(ErrorKind::InvalidArgument, op,
-              {"shape ", shape,
-               " has too many elements (the product of its non-zero extents must not exceed 2^63 - 1)"});
-}
-
 // Throws ResourceExhausted with the allocation failure being handled (call from its catch block)
 // nested as the cause.
 [[noreturn, gnu::cold]] TENFERRO_NOINLINE inline void throw_allocation_failed(
