@@ -13,7 +13,9 @@
 #include <tenferro/cpu/fused.hpp>
 #include <tenferro/cpu/layout.hpp>
 #include <tenferro/cpu/reduce.hpp>
+#include <tenferro/cpu/scan.hpp>
 #include <tenferro/cpu/session.hpp>
+#include <tenferro/cpu/slicing.hpp>
 
 #include <vector>
 
@@ -54,6 +56,17 @@ struct kernel_algebra {
     return backend.run(cpu::contraction_work(a, b, c),
                        [&] { return cpu::dot_general(a, b, c, conj_a, conj_b, "dot_general"); });
   }
+  Tensor slice(const Tensor& a, const Shape& starts, const Shape& limits, const Shape& steps) const {
+    return cpu::slice(a, starts, limits, steps, "slice");
+  }
+  Tensor pad(const Tensor& a, const std::vector<std::int64_t>& low, const std::vector<std::int64_t>& high,
+             const std::vector<std::int64_t>& interior) const {
+    return cpu::pad(a, low, high, interior, "pad");
+  }
+  Tensor reverse(const Tensor& a, const Axes& axes) const { return cpu::reverse(a, axes, "reverse"); }
+  Tensor cumsum(const Tensor& a, std::size_t axis, bool reverse) const {
+    return cpu::cumsum(a, axis, reverse, "cumsum");
+  }
   Tensor cast(const Tensor& a, DType d) const { return cpu::cast(a, d); }
   Tensor part(const Tensor& z, cpu::complex_part p) const { return cpu::part_of(z, p, "complex part"); }
   Tensor zero_indicator(const Tensor& v) const { return cpu::zero_indicator(v); }
@@ -64,6 +77,9 @@ struct kernel_algebra {
     return backend.run(std::max(a.size(), b.size()), [&] { return cpu::elementwise<Op>(a, b, op); });
   }
 };
+
+// Running sums along an axis, either way, as a node (ad/ops/reductions.hpp).
+TENFERRO_INLINE EagerTensor cumsum_op(const EagerTensor& x, std::size_t axis, bool reverse);
 
 struct traced_algebra {
   using value = EagerTensor;
@@ -99,6 +115,18 @@ struct traced_algebra {
   EagerTensor dot_general(const EagerTensor& a, const EagerTensor& b, const DotGeneralConfig& c, bool conj_a,
                           bool conj_b) const {
     return a.dot_general_with_conj(b, c, conj_a, conj_b);
+  }
+  EagerTensor slice(const EagerTensor& a, const Shape& starts, const Shape& limits,
+                    const Shape& steps) const {
+    return a.slice(starts, limits, steps);
+  }
+  EagerTensor pad(const EagerTensor& a, const std::vector<std::int64_t>& low,
+                  const std::vector<std::int64_t>& high, const std::vector<std::int64_t>& interior) const {
+    return a.pad(low, high, interior);
+  }
+  EagerTensor reverse(const EagerTensor& a, const Axes& axes) const { return a.reverse(axes); }
+  EagerTensor cumsum(const EagerTensor& a, std::size_t axis, bool reverse) const {
+    return cumsum_op(a, axis, reverse);
   }
   EagerTensor cast(const EagerTensor& a, DType d) const { return a.to(d); }
   EagerTensor part(const EagerTensor& z, cpu::complex_part p) const {

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <tenferro/ad/complex_rules.hpp>
+#include <tenferro/ad/ops/contraction.hpp>
 #include <tenferro/ad/ops/expression.hpp>
+#include <tenferro/ad/ops/reductions.hpp>
+#include <tenferro/ad/ops/slicing.hpp>
 #include <tenferro/ad/rules.hpp>
 #include <tenferro/core/detail/config.hpp>
 
@@ -338,58 +341,6 @@ TENFERRO_INLINE EagerTensor EagerTensor::convert(DType dtype) const {
 TENFERRO_INLINE EagerTensor EagerTensor::to(DType dtype) const {
   return detail::ad::record_rule<"to">(std::span(this, 1), cpu::cast(materialized(), dtype),
                                        detail::ad::cast_rule{this->dtype(), dtype});
-}
-
-namespace detail::ad {
-
-TENFERRO_INLINE EagerTensor dot_general_op(const EagerTensor& a, const EagerTensor& b,
-                                           const DotGeneralConfig& c, bool conj_a, bool conj_b,
-                                           std::string_view name) {
-  const std::array<EagerTensor, 2> in{a, b};
-  const auto& rt = common_runtime(name, in);
-  const Tensor x = a.materialized(), y = b.materialized();
-  Tensor value = rt->backend().run(cpu::contraction_work(x, y, c),
-                                   [&] { return cpu::dot_general(x, y, c, conj_a, conj_b, name); });
-  return record_rule<"dot_general">(in, std::move(value), dot_general_rule{c, conj_a, conj_b});
-}
-
-}  // namespace detail::ad
-
-TENFERRO_INLINE EagerTensor EagerTensor::dot_general(const EagerTensor& other,
-                                                     const DotGeneralConfig& config) const {
-  return detail::ad::dot_general_op(*this, other, config, false, false, "dot_general");
-}
-TENFERRO_INLINE EagerTensor EagerTensor::dot_general_with_conj(const EagerTensor& other,
-                                                               const DotGeneralConfig& config, bool conj_lhs,
-                                                               bool conj_rhs) const {
-  return detail::ad::dot_general_op(*this, other, config, conj_lhs, conj_rhs, "dot_general_with_conj");
-}
-
-// Recorded as its steps: reshape and broadcast_to where needed, dot_general, reshape.
-TENFERRO_INLINE EagerTensor EagerTensor::matmul(const EagerTensor& other) const {
-  const std::array<EagerTensor, 2> in{*this, other};
-  detail::ad::common_runtime("matmul", in);
-  const auto p = tenferro::detail::plan_matmul("matmul", shape(), other.shape());
-  auto to_shape = [](const EagerTensor& x, const Shape& s) { return x.shape() == s ? x : x.reshape(s); };
-  auto prepare = [&](const EagerTensor& x, const Shape& reshaped, const Shape& full) {
-    const EagerTensor y = to_shape(x, reshaped);
-    return y.shape() == full ? y : y.broadcast_to(full);
-  };
-  const EagerTensor lhs = prepare(*this, p.lhs_reshape, p.lhs), rhs = prepare(other, p.rhs_reshape, p.rhs);
-  return to_shape(detail::ad::dot_general_op(lhs, rhs, p.config, false, false, "matmul"), p.result);
-}
-
-TENFERRO_INLINE EagerTensor EagerTensor::outer(const EagerTensor& other) const {
-  return detail::ad::dot_general_op(*this, other, {}, false, false, "outer");
-}
-
-TENFERRO_INLINE EagerTensor EagerTensor::dot(const EagerTensor& other) const {
-  if (rank() != 1 || other.rank() != 1) {
-    throw Error(ErrorKind::ShapeMismatch, "dot",
-                "takes two vectors (rank 1); got shapes " + format_shape(shape()) + " and " +
-                    format_shape(other.shape()) + " (matmul and dot_general take the others)");
-  }
-  return detail::ad::dot_general_op(*this, other, {{0}, {0}, {}, {}}, false, false, "dot");
 }
 
 #endif  // TENFERRO_HEADER_ONLY

@@ -11,6 +11,7 @@
 #include <tenferro/core/contraction.hpp>
 #include <tenferro/tensor/io.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -169,9 +170,29 @@ class EagerTensor {
   EagerTensor reduce_min(const Axes& axes) const;
   EagerTensor reduce_mean() const;
   EagerTensor reduce_mean(const Axes& axes) const;
+  // The sum of squares (of |z|² for complex: real); a stable log-sum-exp (f32, f64); the index
+  // of the first largest / smallest element along an axis (i64, no gradient, a NaN counts as the
+  // extremum); running sums along an axis (integers wrap, bool counts in i64).
+  EagerTensor reduce_sum_squares() const;
+  EagerTensor reduce_sum_squares(const Axes& axes) const;
+  EagerTensor reduce_logsumexp() const;
+  EagerTensor reduce_logsumexp(const Axes& axes) const;
+  EagerTensor argmax(std::size_t axis) const;
+  EagerTensor argmin(std::size_t axis) const;
+  EagerTensor cumsum(std::size_t axis) const;
 
   EagerTensor reshape(const Shape& shape) const;
   EagerTensor transpose(const Axes& perm) const;
+  // Cutting and padding (views where they can be): slice (per axis: start, limit, stride >= 1;
+  // XLA's), pad (per axis: low zeros before, high after, interior between elements; a negative
+  // low or high crops), reverse(axes), squeeze(axes) (drops those axes of extent 1), unsqueeze(axis)
+  // (a new axis of extent 1 at that position, 0 to rank).
+  EagerTensor slice(const Shape& starts, const Shape& limits, const Shape& strides) const;
+  EagerTensor pad(const std::vector<std::int64_t>& low, const std::vector<std::int64_t>& high,
+                  const std::vector<std::int64_t>& interior) const;
+  EagerTensor reverse(const Axes& axes) const;
+  EagerTensor squeeze(const Axes& axes) const;
+  EagerTensor unsqueeze(std::size_t axis) const;
   // Contractions (on BLAS for f32, f64, c32, c64; a wrapping loop for i32, i64). dot_general:
   // XLA's DotGeneral (core/contraction.hpp): the result's axes are the batch axes, then this
   // tensor's free axes, then other's. _with_conj conjugates either operand first. matmul: NumPy's
