@@ -7,6 +7,7 @@
 #include <tenferro/apply.hpp>
 
 #include <benchmark/benchmark.h>
+#include <cblas.h>
 
 #include <complex>
 #include <cstdint>
@@ -265,16 +266,38 @@ void column_broadcast_mul(benchmark::State& s) {
   for (auto _ : s) benchmark::DoNotOptimize((in.x * in.column).materialized());
 }
 
-// sum(x @ y) and its gradients to x and y, n x n f64, on {threads}: three BLAS products.
+// Matrix products, n x n f64, on {threads}: x @ y; sum(x @ y) and its gradients to x and y (three
+// BLAS products); and the same product by calling CBLAS's dgemm directly (one thread).
+struct matmul_inputs {
+  std::shared_ptr<EagerRuntime> ctx;
+  Tensor x0, y0;
+  explicit matmul_inputs(const benchmark::State& s)
+      : ctx(EagerRuntime::with_cpu_backend(CpuBackend::with_threads(static_cast<std::size_t>(s.range(1))))),
+        x0(random_matrix(static_cast<std::size_t>(s.range(0)), static_cast<std::size_t>(s.range(0)), 1)),
+        y0(random_matrix(static_cast<std::size_t>(s.range(0)), static_cast<std::size_t>(s.range(0)), 2)) {}
+};
+void matmul_forward(benchmark::State& s) {
+  matmul_inputs in(s);
+  const auto x = EagerTensor::from_tensor_in(in.x0, in.ctx), y = EagerTensor::from_tensor_in(in.y0, in.ctx);
+  for (auto _ : s) benchmark::DoNotOptimize(x.matmul(y).materialized());
+}
 void matmul_backward(benchmark::State& s) {
-  auto ctx = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(static_cast<std::size_t>(s.range(1))));
-  const auto n = static_cast<std::size_t>(s.range(0));
-  const Tensor x0 = random_matrix(n, n, 1), y0 = random_matrix(n, n, 2);
+  matmul_inputs in(s);
   for (auto _ : s) {
-    auto x = EagerTensor::requires_grad_in(x0, ctx);
-    auto y = EagerTensor::requires_grad_in(y0, ctx);
+    auto x = EagerTensor::requires_grad_in(in.x0, in.ctx);
+    auto y = EagerTensor::requires_grad_in(in.y0, in.ctx);
     x.matmul(y).reduce_sum().backward();
     benchmark::DoNotOptimize(y.grad());
+  }
+}
+void matmul_blas(benchmark::State& s) {
+  matmul_inputs in(s);
+  const int n = static_cast<int>(s.range(0));
+  std::vector<double> c(static_cast<std::size_t>(n) * static_cast<std::size_t>(n));
+  for (auto _ : s) {
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, in.x0.data<double>(), n,
+                in.y0.data<double>(), n, 0.0, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
   }
 }
 
@@ -385,13 +408,20 @@ BENCHMARK(transposed_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime
 BENCHMARK(compact_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(row_broadcast_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(column_broadcast_mul)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
-BENCHMARK(matmul_backward)
+void matmul_sizes(benchmark::internal::Benchmark* b) {
+  for (const auto& args : std::vector<std::vector<std::int64_t>>{{64, 1}, {256, 1}, {1024, 1}, {1024, 2}}) {
+    b->Args(args);
+  }
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(matmul_forward)->Apply(matmul_sizes);
+BENCHMARK(matmul_backward)->Apply(matmul_sizes);
+BENCHMARK(matmul_blas)
     ->Args({64, 1})
-    ->Args({512, 1})
-    ->Args({512, 2})
+    ->Args({256, 1})
+    ->Args({1024, 1})
     ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime()
-    ->MinWarmUpTime(0.5);
+    ->UseRealTime();
 
 BENCHMARK(i64_mul_add)->Arg(1000000)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);
 BENCHMARK(f64_less)->Args({1000000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.5);

@@ -68,10 +68,12 @@ for name, label in [("transposed_mul", "`x.T * y`, `x.T` a view"), ("compact_mul
     pt = torch.get((name, 1000, 1))
     print(f"| {label} | {us:.0f} | {pt:.0f} | {us / pt:.2f} |" if pt else f"| {label} | {us:.0f} | - | - |")
 print()
-print("| `sum(x @ y)` + gradients of x and y, f64 | threads | tenferro µs | PyTorch µs | tenferro / PyTorch |")
-print("| --- | ---: | ---: | ---: | ---: |")
-for n, threads in [(64, 1), (512, 1), (512, 2)]:
-    us = ours[("matmul_backward", n, threads)]
-    pt = torch.get(("matmul_backward", n, threads))
-    print(f"| {n} x {n} | {threads} | {us:.0f} | {pt:.0f} | {us / pt:.2f} |" if pt
-          else f"| {n} x {n} | {threads} | {us:.0f} | - | - |")
+print("| n x n f64 | threads | forward µs | / dgemm | / PyTorch | forward + backward µs | vjp / forward | / PyTorch |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for n, threads in [(64, 1), (256, 1), (1024, 1), (1024, 2)]:
+    fwd, both = ours[("matmul_forward", n, threads)], ours[("matmul_backward", n, threads)]
+    blas = ours.get(("matmul_blas", n, threads))
+    pf, pb = torch.get(("matmul_forward", n, threads)), torch.get(("matmul_backward", n, threads))
+    cols = [f"{fwd:.0f}", f"{fwd / blas:.2f}" if blas else "-", f"{fwd / pf:.2f}" if pf else "-",
+            f"{both:.0f}", f"{(both - fwd) / fwd:.2f}", f"{both / pb:.2f}" if pb else "-"]
+    print(f"| {n} | {threads} | " + " | ".join(cols) + " |")

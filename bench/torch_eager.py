@@ -94,7 +94,7 @@ results.append({"name": "transposed_mul", "n": m, "threads": 1, "us": timed(lamb
 results.append({"name": "compact_mul", "n": m, "threads": 1, "us": timed(lambda: xt_compact * ym)})
 results.append({"name": "row_broadcast_mul", "n": m, "threads": 1, "us": timed(lambda: xm * row)})
 results.append({"name": "column_broadcast_mul", "n": m, "threads": 1, "us": timed(lambda: xm * column)})
-for n, threads in ((64, 1), (512, 1), (512, 2)):
+for n, threads in ((64, 1), (256, 1), (1024, 1), (1024, 2)):
     torch.set_num_threads(threads)
     xa = torch.rand(n, n, dtype=torch.float64) * 2 - 1
     ya = torch.rand(n, n, dtype=torch.float64) * 2 - 1
@@ -104,5 +104,6 @@ for n, threads in ((64, 1), (512, 1), (512, 2)):
         y = ya.detach().requires_grad_()
         (x @ y).sum().backward()
 
+    results.append({"name": "matmul_forward", "n": n, "threads": threads, "us": timed(lambda: xa @ ya)})
     results.append({"name": "matmul_backward", "n": n, "threads": threads, "us": timed(matmul_backward)})
 print(json.dumps(results))

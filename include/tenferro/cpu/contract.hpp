@@ -1,9 +1,9 @@
 // The contraction kernel (dot_general, core/contraction.hpp): per batch index, one matrix product
 // C = A B of an m x k and a k x n matrix. f32, f64, c32 and c64 run on BLAS's gemm (CBLAS, from
 // the BLAS the build links: OpenBLAS on Debian), i32 and i64 on a loop that wraps on overflow as
-// their elementwise ops do. Batches and column blocks of C are split over the calling arena's
-// threads, the same way whatever their number (a serial BLAS is expected: a threaded one would
-// add its own threads to each).
+// their elementwise ops do. Large products are cut into tiles of C (whole batches, or blocks of
+// rows and columns) split over the calling arena's threads, the same way whatever their number (a
+// serial BLAS is expected: a threaded one would add its own threads to each).
 //
 // Operands are read in place when each matrix is a strided view BLAS can take (one of its two
 // axis groups with unit stride: a compact operand, a transpose of one, a batch of either, also a
@@ -97,38 +97,42 @@ matrix_stack<T> as_matrices(const Tensor& x, const Axes& order, std::size_t row_
   return s;
 }
 
-// C (m x n, column-major, leading dimension ldc) = A B over columns [j0, j1) of C.
+// One tile of a product: rows [i0, i1) and columns [j0, j1) of C = A B for batch index `batch`;
+// c points at the tile's first element of a column-major C with leading dimension ldc.
+struct tile {
+  std::size_t batch, i0, i1, j0, j1;
+};
 template <class T>
-void gemm_columns(const matrix_stack<T>& a, const matrix_stack<T>& b, std::size_t batch, std::size_t m,
-                  std::size_t k, std::size_t j0, std::size_t j1, T* c) {
-  const T* A = a.data + a.offsets[batch];
-  const T* B = b.data + b.offsets[batch];
-  const std::size_t n = j1 - j0;
+void gemm_tile(const matrix_stack<T>& a, const matrix_stack<T>& b, std::size_t k, const tile& t, T* c,
+               std::size_t ldc) {
+  const auto lda = static_cast<std::size_t>(a.ld), ldb = static_cast<std::size_t>(b.ld);
+  const T* A = a.data + a.offsets[t.batch] + static_cast<std::ptrdiff_t>(t.i0 * (a.transposed ? lda : 1));
+  const T* B = b.data + b.offsets[t.batch] + static_cast<std::ptrdiff_t>(t.j0 * (b.transposed ? 1 : ldb));
+  const std::size_t m = t.i1 - t.i0, n = t.j1 - t.j0;
   if constexpr (std::is_floating_point_v<T> || expr::Complex<T>) {
     const auto ta = a.transposed ? CblasTrans : CblasNoTrans, tb = b.transposed ? CblasTrans : CblasNoTrans;
     const auto M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-    const auto lda = static_cast<int>(a.ld), ldb = static_cast<int>(b.ld), ldc = static_cast<int>(m);
-    B += static_cast<std::ptrdiff_t>(j0) * (b.transposed ? 1 : b.ld);
+    const auto la = static_cast<int>(lda), lb = static_cast<int>(ldb), lc = static_cast<int>(ldc);
     if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasColMajor, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, c, ldc);
+      cblas_sgemm(CblasColMajor, ta, tb, M, N, K, 1.0f, A, la, B, lb, 0.0f, c, lc);
     } else if constexpr (std::is_same_v<T, double>) {
-      cblas_dgemm(CblasColMajor, ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, c, ldc);
+      cblas_dgemm(CblasColMajor, ta, tb, M, N, K, 1.0, A, la, B, lb, 0.0, c, lc);
     } else {
       const T one(1), zero(0);
       if constexpr (std::is_same_v<T, std::complex<float>>) {
-        cblas_cgemm(CblasColMajor, ta, tb, M, N, K, &one, A, lda, B, ldb, &zero, c, ldc);
+        cblas_cgemm(CblasColMajor, ta, tb, M, N, K, &one, A, la, B, lb, &zero, c, lc);
       } else {
-        cblas_zgemm(CblasColMajor, ta, tb, M, N, K, &one, A, lda, B, ldb, &zero, c, ldc);
+        cblas_zgemm(CblasColMajor, ta, tb, M, N, K, &one, A, la, B, lb, &zero, c, lc);
       }
     }
   } else {  // integers, compact operands: wrapping arithmetic in the unsigned type
     using U = std::make_unsigned_t<T>;
-    for (std::size_t j = j0; j < j1; ++j) {
-      U* cj = reinterpret_cast<U*>(c) + (j - j0) * m;
+    for (std::size_t j = 0; j < n; ++j) {
+      U* cj = reinterpret_cast<U*>(c) + j * ldc;
       std::fill(cj, cj + m, U(0));
       for (std::size_t p = 0; p < k; ++p) {
-        const auto s = static_cast<U>(B[p + j * static_cast<std::size_t>(b.ld)]);
-        const T* ap = A + p * static_cast<std::size_t>(a.ld);
+        const auto s = static_cast<U>(B[p + j * ldb]);
+        const T* ap = A + p * lda;
         for (std::size_t i = 0; i < m; ++i) cj[i] += static_cast<U>(ap[i]) * s;
       }
     }
@@ -137,9 +141,12 @@ void gemm_columns(const matrix_stack<T>& a, const matrix_stack<T>& b, std::size_
 
 }  // namespace detail
 
-// Contractions of at least this many multiply-adds are split into tasks.
-inline constexpr double parallel_work = 1 << 18;
-
+// A product of more than this many multiply-adds (n = 256 cubed) is cut into tiles of C, the
+// tasks split over the arena's threads; from 2^28 (n = 645 cubed) the tiles are 512 x 512, below
+// 256 x 256. The cut depends on the shapes only, never on the thread count, so results are the
+// same bits on any number of threads (BLAS blocks a smaller call differently). Each tile packs its
+// rows of A and columns of B: few large tiles keep that repacking small.
+inline constexpr double parallel_work = 1 << 24;
 // The contraction of a and b (core/contraction.hpp), each conjugated first when conj_a / conj_b
 // (complex operands; real ones are unchanged). Computes in the promoted dtype; bool operands
 // alone are Unsupported. The result is a view (its batch axes first) of a buffer laid out
@@ -188,20 +195,19 @@ inline Tensor dot_general(const Tensor& a, const Tensor& b, const DotGeneralConf
     const auto A = operand(a, conj_a, plan.lhs_order, plan.lhs_free.size(), nc, plan.m, plan.k);
     const auto B = operand(b, conj_b, plan.rhs_order, nc, plan.rhs_free.size(), plan.k, plan.n);
     T* C = c.data();
-    // Tasks: whole batches, or column blocks (64 columns or more) of one product when there are
-    // few batches. The split depends on the shapes only, never on the thread count, so results
-    // are the same bits on any number of threads (BLAS's blocking differs with the width).
     const double work = double(mn) * double(plan.k) * double(plan.batch);
-    const std::size_t want = work < parallel_work ? 1 : 16;
-    const std::size_t blocks = std::min((plan.n + 63) / 64, (want + plan.batch - 1) / plan.batch);
-    const std::size_t width = (plan.n + blocks - 1) / blocks;
+    const std::size_t edge = work <= parallel_work ? 0 : work < double(1 << 28) ? 256 : 512;
+    const std::size_t rows = edge ? (plan.m + edge - 1) / edge : 1,
+                      cols = edge ? (plan.n + edge - 1) / edge : 1;
     auto task = [&](std::size_t t) {
-      const std::size_t batch = t / blocks, j0 = (t % blocks) * width, j1 = std::min(plan.n, j0 + width);
-      if (j0 < j1) detail::gemm_columns(A, B, batch, plan.m, plan.k, j0, j1, C + batch * mn + j0 * plan.m);
+      const std::size_t batch = t / (rows * cols), r = t / cols % rows, q = t % cols;
+      const detail::tile tl{batch, plan.m * r / rows, plan.m * (r + 1) / rows, plan.n * q / cols,
+                            plan.n * (q + 1) / cols};
+      detail::gemm_tile(A, B, plan.k, tl, C + batch * mn + tl.j0 * plan.m + tl.i0, plan.m);
     };
-    const std::size_t tasks = plan.batch * blocks;
-    if (tasks == 1) {
-      task(0);
+    const std::size_t tasks = edge ? plan.batch * rows * cols : 0;
+    if (!edge) {
+      for (std::size_t t = 0; t < plan.batch; ++t) task(t);
     } else {
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, tasks),
                         [&](const tbb::blocked_range<std::size_t>& r) {
@@ -218,8 +224,9 @@ inline Tensor dot_general(const Tensor& a, const Tensor& b, const DotGeneralConf
   return transpose(out, perm, op);
 }
 
-// The multiply-adds of dot_general(a, b, config) (saturated; what CpuBackend::run weighs): a holds
-// m k b elements and b k n b, so the product m n k b is |a| |b| / (k b).
+// What CpuBackend::run weighs for dot_general(a, b, config): 0 when the product runs as one task
+// (at most parallel_work multiply-adds: entering the arena would only cost), else the
+// multiply-adds (saturated). a holds m k b elements and b k n b, so m n k b is |a| |b| / (k b).
 inline std::size_t contraction_work(const Tensor& a, const Tensor& b, const DotGeneralConfig& config) {
   const Shape sa = a.shape();
   double kb = 1;
@@ -227,6 +234,7 @@ inline std::size_t contraction_work(const Tensor& a, const Tensor& b, const DotG
     for (const std::size_t d : *list) kb *= d < sa.size() ? double(std::max<std::size_t>(1, sa[d])) : 1.0;
   }
   const double work = double(a.size()) * double(b.size()) / kb;
+  if (work <= parallel_work) return 0;
   return work >= 1e18 ? std::size_t(1e18) : static_cast<std::size_t>(work);
 }
 

@@ -311,13 +311,14 @@ TEST_CASE("contraction operands are read in place: transposed and broadcast view
 }
 
 TEST_CASE("a large product is the same on 1 and 2 threads", "[contraction][threads]") {
+  // 300 x 280 x 260 multiply-adds: above cpu::parallel_work, so C is cut into 2 x 2 tiles.
   std::mt19937 rng(3);
-  const auto av = random_values(300 * 200, {}, rng), bv = random_values(200 * 250, {}, rng);
+  const auto av = random_values(300 * 280, {}, rng), bv = random_values(280 * 260, {}, rng);
   std::vector<std::vector<double>> results;
   for (const std::size_t threads : {1, 2}) {
     auto ctx = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(threads));
-    const auto a = T::requires_grad_in(make({300, 200}, av, DType::F64), ctx);
-    const auto b = T::from_tensor_in(make({200, 250}, bv, DType::F64), ctx);
+    const auto a = T::requires_grad_in(make({300, 280}, av, DType::F64), ctx);
+    const auto b = T::from_tensor_in(make({280, 260}, bv, DType::F64), ctx);
     const auto c = a.matmul(b);
     c.reduce_sum().backward();
     results.push_back(values_of<double>(c));
@@ -325,11 +326,11 @@ TEST_CASE("a large product is the same on 1 and 2 threads", "[contraction][threa
   }
   CHECK(results[0] == results[2]);
   CHECK(results[1] == results[3]);
-  // Against the definition at a few elements.
-  for (const std::size_t i : {0UL, 299UL, 12345UL, 74999UL}) {
+  // Against the definition at elements of each tile.
+  for (const std::size_t i : {0UL, 299UL, 150UL + 300UL * 130UL, 77999UL}) {
     const std::size_t r = i % 300, col = i / 300;
     double s = 0;
-    for (std::size_t k = 0; k < 200; ++k) s += av[r + 300 * k] * bv[k + 200 * col];
+    for (std::size_t k = 0; k < 280; ++k) s += av[r + 300 * k] * bv[k + 280 * col];
     CHECK(results[0][i] == Approx(s).epsilon(1e-12));
   }
 }
