@@ -75,6 +75,7 @@ matrix_stack<T> as_matrices(const Tensor& x, const Axes& order, std::size_t row_
       ok = true, s.transposed = true, s.ld = rows <= 1 ? std::max<std::ptrdiff_t>(1, c) : *rs;
     }
   }
+  if (ok && s.ld > INT_MAX) ok = false;  // BLAS's leading dimension is an int
   if (!ok) {
     v = v.materialized();
     strides = column_major_strides(shape);
