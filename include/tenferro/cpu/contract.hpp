@@ -163,16 +163,6 @@ inline Tensor dot_general(const Tensor& a, const Tensor& b, const DotGeneralConf
                 "both operands (shapes " + format_shape(a.shape()) + " and " + format_shape(b.shape()) +
                     ") are bool: convert them to an integer or floating dtype first");
   }
-  const std::size_t limit = INT_MAX;
-  if (is_floating(dtype) || is_complex(dtype)) {
-    for (const std::size_t e : {plan.m, plan.n, plan.k}) {
-      if (e > limit) {
-        throw Error(ErrorKind::Unsupported, std::string(op),
-                    "a matrix extent of " + std::to_string(e) + " exceeds BLAS's 32-bit index (lhs shape " +
-                        format_shape(a.shape()) + ", rhs shape " + format_shape(b.shape()) + ")");
-      }
-    }
-  }
   Shape layout;  // [lhs free..., rhs free..., batch...]
   for (const std::size_t d : plan.lhs_free) layout.push_back(a.shape()[d]);
   for (const std::size_t d : plan.rhs_free) layout.push_back(b.shape()[d]);
@@ -184,6 +174,15 @@ inline Tensor dot_general(const Tensor& a, const Tensor& b, const DotGeneralConf
     if (plan.k == 0) {
       std::fill(c.data(), c.data() + c.size(), T(0));
       return Tensor(std::move(c));
+    }
+    if constexpr (std::is_floating_point_v<T> || expr::Complex<T>) {
+      for (const std::size_t e : {plan.m, plan.n, plan.k}) {
+        if (e > static_cast<std::size_t>(INT_MAX)) {
+          throw Error(ErrorKind::Unsupported, std::string(op),
+                      "a matrix extent of " + std::to_string(e) + " exceeds BLAS's 32-bit index (lhs shape " +
+                          format_shape(a.shape()) + ", rhs shape " + format_shape(b.shape()) + ")");
+        }
+      }
     }
     auto operand = [&](const Tensor& x, bool conj, const Axes& order, std::size_t row_axes,
                        std::size_t col_axes, std::size_t rows, std::size_t cols) {

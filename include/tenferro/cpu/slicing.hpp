@@ -6,7 +6,9 @@
 #include <tenferro/cpu/common.hpp>
 #include <tenferro/cpu/reduce.hpp>
 
+#include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,14 +45,15 @@ inline Tensor slice(const Tensor& x, const Shape& starts, const Shape& limits, c
                    " do not select from an extent of ", shape[d],
                    " (start <= limit <= extent, stride >= 1; shape ", shape, ")"});
     }
-    out[d] = (limits[d] - starts[d] + steps[d] - 1) / steps[d];
+    out[d] = limits[d] == starts[d] ? 0 : (limits[d] - starts[d] - 1) / steps[d] + 1;  // no overflow
   }
   if (checked_shape_size(out) == 0) return Tensor::zeros(out, x.dtype());
   Strides strides = x.strides();
   std::ptrdiff_t offset = x.offset();
   for (std::size_t d = 0; d < shape.size(); ++d) {
     offset += static_cast<std::ptrdiff_t>(starts[d]) * strides[d];
-    strides[d] *= static_cast<std::ptrdiff_t>(steps[d]);
+    // With two elements or more the step is below the extent, so the scaled stride fits.
+    if (out[d] > 1) strides[d] *= static_cast<std::ptrdiff_t>(steps[d]);
   }
   return x.as_strided(std::move(out), std::move(strides), offset);
 }
@@ -72,11 +75,23 @@ inline Tensor reverse(const Tensor& x, const Axes& axes, std::string_view op) {
 }
 
 // The extent pad gives an axis of extent n: low + high + n + (n - 1) interior (low + high when n
-// is 0).
-inline std::int64_t padded_extent(std::size_t n, std::int64_t low, std::int64_t high, std::int64_t interior) {
-  const auto e = static_cast<std::int64_t>(n);
-  return low + high + (e == 0 ? 0 : e + (e - 1) * interior);
+// is 0); nullopt when it does not fit in an int64 (the arithmetic is checked, never overflows).
+inline std::optional<std::int64_t> padded_extent(std::size_t n, std::int64_t low, std::int64_t high,
+                                                 std::int64_t interior) {
+  std::int64_t e = 0, gaps = 0;
+  if (n > static_cast<std::size_t>(INT64_MAX)) return std::nullopt;
+  const auto count = static_cast<std::int64_t>(n);
+  if (count > 1 && __builtin_mul_overflow(count - 1, interior, &gaps)) return std::nullopt;
+  if (__builtin_add_overflow(count, gaps, &e) || __builtin_add_overflow(e, low, &e) ||
+      __builtin_add_overflow(e, high, &e)) {
+    return std::nullopt;
+  }
+  return e;
 }
+
+// The distance between neighbours of an axis of n elements after padding with `interior`: 1 when
+// no two elements are padded apart (any interior, however large, is then harmless).
+inline std::int64_t pad_step(std::size_t n, std::int64_t interior) { return n > 1 ? interior + 1 : 1; }
 
 // x with low[d] zeros before, high[d] after and interior[d] between its elements along each axis d
 // (a negative low or high crops instead). Throws Validation naming the axis, the values and the
@@ -90,7 +105,9 @@ inline Tensor pad(const Tensor& x, const std::vector<std::int64_t>& low,
   detail::check_per_axis(op, "interior", interior, shape);
   Shape out(shape.size()), first(shape.size()), last(shape.size());  // the input's kept range
   for (std::size_t d = 0; d < shape.size(); ++d) {
-    const std::int64_t e = interior[d] < 0 ? -1 : padded_extent(shape[d], low[d], high[d], interior[d]);
+    const auto extent =
+        interior[d] < 0 ? std::nullopt : padded_extent(shape[d], low[d], high[d], interior[d]);
+    const std::int64_t e = extent.value_or(-1);
     if (e < 0) {
       throw_error(ErrorKind::Validation, op,
                   {"axis ", d, " (extent ", shape[d], "): low ", std::to_string(low[d]), ", high ",
@@ -99,13 +116,20 @@ inline Tensor pad(const Tensor& x, const std::vector<std::int64_t>& low,
     }
     out[d] = static_cast<std::size_t>(e);
     // Input element i lands at low + i (interior + 1); keep those inside [0, out).
-    const std::int64_t step = interior[d] + 1, n = static_cast<std::int64_t>(shape[d]);
-    const std::int64_t a = low[d] >= 0 ? 0 : (-low[d] + step - 1) / step;
-    const std::int64_t b = std::min(n, e - low[d] <= 0 ? 0 : (e - low[d] + step - 1) / step);
+    // (In 128 bits: low may be near the int64 extremes with high making up for it.)
+    __extension__ typedef __int128 wide;
+    const wide step = pad_step(shape[d], interior[d]), n = static_cast<wide>(shape[d]), lo = low[d];
+    const wide a = lo >= 0 ? 0 : (-lo + step - 1) / step;
+    const wide b = std::min<wide>(n, e - lo <= 0 ? 0 : (wide(e) - lo + step - 1) / step);
     first[d] = static_cast<std::size_t>(std::min(a, n));
-    last[d] = static_cast<std::size_t>(std::max(b, std::min(a, n)));
+    last[d] = static_cast<std::size_t>(std::max<wide>(b, std::min(a, n)));
   }
-  if (!checked_shape_size(out)) tenferro::detail::throw_shape_too_large(op, out);
+  if (!checked_shape_size(out)) {
+    throw_error(
+        ErrorKind::InvalidArgument, op,
+        {"padding a tensor of shape ", shape, " gives shape ", out,
+         ", which has too many elements (the product of its non-zero extents must not exceed 2^63 - 1)"});
+  }
   Tensor result = Tensor::zeros(out, x.dtype());
   Shape kept_shape(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) kept_shape[d] = last[d] - first[d];
@@ -115,7 +139,7 @@ inline Tensor pad(const Tensor& x, const std::vector<std::int64_t>& low,
   Strides to(shape.size());
   std::ptrdiff_t base = 0;
   for (std::size_t d = 0; d < shape.size(); ++d) {
-    const auto step = static_cast<std::ptrdiff_t>(interior[d] + 1);
+    const auto step = static_cast<std::ptrdiff_t>(pad_step(shape[d], interior[d]));
     base +=
         (static_cast<std::ptrdiff_t>(low[d]) + static_cast<std::ptrdiff_t>(first[d]) * step) * out_strides[d];
     to[d] = out_strides[d] * step;

@@ -397,4 +397,9 @@ TEST_CASE("contractions refuse bad axes and shapes, naming the op, the list and 
                               .matmul(T::from_tensor_in(Tensor::ones({0, 3}), ctx))) ==
         std::vector<double>(6, 0.0));
   CHECK(T::from_tensor_in(Tensor::ones({0, 3}), ctx).matmul(b).shape() == Shape{0, 4});
+  // An empty product is never refused for BLAS's 32-bit extents.
+  const std::size_t huge = std::size_t{3} << 30;
+  CHECK(T::from_tensor_in(Tensor::zeros({huge, 0}), ctx)
+            .matmul(T::from_tensor_in(Tensor::zeros({0, 0}), ctx))
+            .shape() == Shape{huge, 0});
 }

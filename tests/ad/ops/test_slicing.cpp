@@ -215,4 +215,24 @@ TEST_CASE("slicing refuses bad arguments, naming the op, the axis and the shape"
   check([&] { (void)x.squeeze({1}); }, ErrorKind::ShapeMismatch, "squeeze", {"axis 1", "extent 3"});
   check([&] { (void)x.unsqueeze(3); }, ErrorKind::Validation, "unsqueeze", {"axis 3"});
   CHECK(values_of<double>(x.slice({0, 0}, {2, 3}, {1, 1})) == std::vector<double>(6, 1.0));  // still usable
+  // Extreme arguments: checked arithmetic, no overflow.
+  const auto v = T::requires_grad_in(Tensor::from_vec_col_major<double>({5}, {1, 2, 3, 4, 5}), ctx);
+  const auto first = v.slice({1}, {5}, {SIZE_MAX});  // one element: the step never applies
+  CHECK(values_of<double>(first) == std::vector<double>{2});
+  first.reduce_sum().backward();
+  CHECK(as_doubles(*v.grad()) == std::vector<double>{0, 1, 0, 0, 0});
+  check(
+      [&] {
+        (void)x.pad({0, 0}, {0, 0}, {0, std::int64_t{1} << 62});
+      },
+      ErrorKind::Validation, "pad",
+      {"axis 1", "interior 4611686018427387904"});  // 2 gaps of 2^62: beyond int64
+  check(
+      [&] {
+        (void)x.pad({0, 0}, {0, 0}, {std::int64_t{1} << 62, 0});
+      },
+      ErrorKind::InvalidArgument, "pad", {"too many elements"});  // an extent of 2^62 + 2, times 3
+  const auto one = T::from_tensor_in(Tensor::ones({1}), ctx);
+  CHECK(values_of<double>(one.pad({1}, {0}, {INT64_MAX})) == std::vector<double>{0, 1});
+  check([&] { (void)x.pad({INT64_MAX, 0}, {1, 0}, {0, 0}); }, ErrorKind::Validation, "pad", {"axis 0"});
 }

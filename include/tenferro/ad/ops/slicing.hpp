@@ -10,6 +10,7 @@
 #include <tenferro/cpu/slicing.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -86,9 +87,10 @@ struct pad_rule {
     offsets grow_low(r), grow_high(r);
     Shape starts(r), limits(r), steps(r);
     for (std::size_t d = 0; d < r; ++d) {
-      grow_low[d] = std::max<std::int64_t>(-low[d], 0);
-      grow_high[d] = std::max<std::int64_t>(-high[d], 0);
-      steps[d] = static_cast<std::size_t>(interior[d] + 1);
+      // (-INT64_MIN does not exist: INT64_MAX asks for as impossible a shape, which pad refuses.)
+      grow_low[d] = low[d] >= 0 ? 0 : low[d] == INT64_MIN ? INT64_MAX : -low[d];
+      grow_high[d] = high[d] >= 0 ? 0 : high[d] == INT64_MIN ? INT64_MAX : -high[d];
+      steps[d] = static_cast<std::size_t>(cpu::pad_step(in_shape[d], interior[d]));
       starts[d] = static_cast<std::size_t>(std::max<std::int64_t>(low[d], 0));
       limits[d] = starts[d] + (in_shape[d] - 1) * steps[d] + 1;
     }
@@ -129,10 +131,16 @@ struct reverse_rule {
 TENFERRO_INLINE EagerTensor EagerTensor::slice(const Shape& starts, const Shape& limits,
                                                const Shape& strides) const {
   Tensor value = cpu::slice(materialized(), starts, limits, strides, "slice");
+  // A step matters only between two kept elements (and is then below the extent): recorded as 1
+  // otherwise, so any step, however large, fits the node's integers.
+  Shape steps = strides;
+  for (std::size_t d = 0; d < steps.size(); ++d) {
+    if (value.shape()[d] <= 1) steps[d] = 1;
+  }
   using detail::ad::as_offsets;
   return detail::ad::record_rule<"slice">(
       std::span(this, 1), std::move(value),
-      detail::ad::slice_rule{as_offsets(starts), as_offsets(limits), as_offsets(strides), shape()});
+      detail::ad::slice_rule{as_offsets(starts), as_offsets(limits), as_offsets(steps), shape()});
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::pad(const std::vector<std::int64_t>& low,
