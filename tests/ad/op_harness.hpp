@@ -104,6 +104,28 @@ inline std::size_t broadcast_index(const Shape& in, const std::vector<std::size_
   return index;
 }
 
+// The multi-index of column-major position i in shape s, and back.
+inline std::vector<std::size_t> index_of(std::size_t i, const Shape& s) {
+  std::vector<std::size_t> at(s.size());
+  for (std::size_t d = 0; d < s.size(); ++d) at[d] = i % s[d], i /= s[d];
+  return at;
+}
+inline std::size_t position_of(const std::vector<std::size_t>& at, const Shape& s) {
+  std::size_t p = 0, stride = 1;
+  for (std::size_t d = 0; d < s.size(); ++d) p += at[d] * stride, stride *= s[d];
+  return p;
+}
+
+// f throws a tenferro::Error of `kind` whose message names `op` and holds every one of `parts`.
+template <class F>
+void check_refusal(F f, ErrorKind kind, std::string_view op, const std::vector<std::string>& parts) {
+  const std::string msg = message_of(f);
+  INFO(msg);
+  CHECK(kind_of(f) == kind);
+  CHECK(msg.find(op) != std::string::npos);
+  for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
+}
+
 inline Shape broadcast_all(const std::vector<Shape>& shapes) {
   Shape out;
   for (const Shape& s : shapes) {

@@ -13,18 +13,6 @@ namespace {
 using T = EagerTensor;
 const std::vector<DType>& RC = real_or_complex_dtypes;
 
-// The multi-index of column-major position i in shape s, and back.
-std::vector<std::size_t> index_of(std::size_t i, const Shape& s) {
-  std::vector<std::size_t> at(s.size());
-  for (std::size_t d = 0; d < s.size(); ++d) at[d] = i % s[d], i /= s[d];
-  return at;
-}
-std::size_t position_of(const std::vector<std::size_t>& at, const Shape& s) {
-  std::size_t p = 0, stride = 1;
-  for (std::size_t d = 0; d < s.size(); ++d) p += at[d] * stride, stride *= s[d];
-  return p;
-}
-
 // out[o] = in[source(o)] over an output shape (nullopt: a zero).
 template <class F>
 Reference gathered(Shape out, F source) {
@@ -186,12 +174,8 @@ TEST_CASE("slicing refuses bad arguments, naming the op, the axis and the shape"
   auto ctx = EagerRuntime::create();
   const auto x = T::from_tensor_in(Tensor::ones({2, 3}), ctx);
   auto check = [&](auto f, ErrorKind kind, std::string_view op, std::vector<std::string> parts) {
-    const std::string msg = message_of(f);
-    INFO(msg);
-    CHECK(kind_of(f) == kind);
-    CHECK(msg.find(op) != std::string::npos);
-    CHECK(msg.find("[2, 3]") != std::string::npos);
-    for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
+    parts.push_back("[2, 3]");  // every message names the input's shape
+    check_refusal(f, kind, op, parts);
   };
   check([&] { (void)x.slice({0}, {2}, {1}); }, ErrorKind::Validation, "slice", {"'starts' has 1 entries"});
   check(

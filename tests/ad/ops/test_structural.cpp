@@ -17,21 +17,6 @@ const std::vector<DType>& R = real_dtypes;
 const std::vector<DType>& RC = real_or_complex_dtypes;
 const domain away_from_zero{0.2, 2.0, true};
 
-// The multi-index of column-major position i in shape s.
-std::vector<std::size_t> index_of(std::size_t i, const Shape& s) {
-  std::vector<std::size_t> at(s.size());
-  for (std::size_t d = 0; d < s.size(); ++d) {
-    at[d] = i % s[d];
-    i /= s[d];
-  }
-  return at;
-}
-std::size_t position_of(const std::vector<std::size_t>& at, const Shape& s) {
-  std::size_t p = 0, stride = 1;
-  for (std::size_t d = 0; d < s.size(); ++d) p += at[d] * stride, stride *= s[d];
-  return p;
-}
-
 // A reduction over `axes` (all when empty and `all`) combining with f from init; mean divides.
 enum class red { sum, prod, max, min, mean };
 Reference reduced(red r, Axes axes, bool all = false) {
