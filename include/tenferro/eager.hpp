@@ -1,4 +1,4 @@
-// The runtime layer: EagerRuntime, EagerTensor and its ops, backward, grad / vjp / jvp
+// The runtime layer: EagerRuntime, EagerTensor and its ops, backward, grad / vjp / jvp, gradcheck
 // (apply, which also needs the compile-time layer, is <tenferro/apply.hpp>).
 //
 // Link the CMake target tenferro::eager, the runtime compiled once: it defines
@@ -8,6 +8,7 @@
 // "Compile time").
 #pragma once
 
+#include <tenferro/ad/gradcheck.hpp>
 #include <tenferro/ad/tensor.hpp>
 #include <tenferro/core/detail/config.hpp>
 #if TENFERRO_HEADER_ONLY  // else compiled once by <tenferro/separate_compilation.hpp>

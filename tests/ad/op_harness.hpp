@@ -2,10 +2,10 @@
 // shapes and domains, plain scalar references, the dtypes it accepts) and run_case() checks it in
 // every one of those dtypes:
 // - floating and complex: values against the reference (computed in f64 / c64 from the inputs as
-//   stored); jvp and vjp against central differences taken in f64 / c64 (complex inputs move along
-//   complex directions, so the real and imaginary parts are both checked: for a real loss L the
-//   gradient is dL/dRe z + i dL/dIm z, PyTorch's convention), in both rule forms (recorded while
-//   recording, kernels under no_grad) and through backward(); the tolerances are the dtype's;
+//   stored); every Jacobian entry of the vjp and the jvp against central differences taken in
+//   f64 / c64 by tenferro::gradcheck (complex inputs and outputs by their real and imaginary parts,
+//   PyTorch's convention), in both rule forms (recorded while recording, kernels under no_grad);
+//   backward() against the vjp; the tolerances are the dtype's;
 // - integers and bool: values against an exact reference (128-bit arithmetic wrapped to the
 //   dtype) over the dtype's edges paired with each other, also with a rank-0 second operand; the
 //   result never tracks grad;
