@@ -8,6 +8,7 @@
 #pragma once
 
 #include <tenferro/ad/tensor.hpp>
+#include <tenferro/cpu/assemble.hpp>
 #include <tenferro/cpu/complex.hpp>
 #include <tenferro/cpu/contract.hpp>
 #include <tenferro/cpu/fused.hpp>
@@ -67,6 +68,16 @@ struct kernel_algebra {
   Tensor cumsum(const Tensor& a, std::size_t axis, bool reverse) const {
     return cpu::cumsum(a, axis, reverse, "cumsum");
   }
+  Tensor concatenate(const std::vector<Tensor>& parts, std::size_t axis) const {
+    return cpu::concatenate(parts, axis, "concatenate");
+  }
+  Tensor extract_diag(const Tensor& a) const { return cpu::extract_diag(a, "extract_diag"); }
+  Tensor embed_diag(const Tensor& a, std::size_t m, std::size_t n) const {
+    return cpu::embed_diag(a, m, n, "embed_diag");
+  }
+  Tensor triangle(const Tensor& a, cpu::triangle which, std::int64_t k) const {
+    return cpu::triangle_of(a, which, k, which == cpu::triangle::lower ? "tril" : "triu");
+  }
   Tensor cast(const Tensor& a, DType d) const { return cpu::cast(a, d); }
   Tensor part(const Tensor& z, cpu::complex_part p) const { return cpu::part_of(z, p, "complex part"); }
   Tensor zero_indicator(const Tensor& v) const { return cpu::zero_indicator(v); }
@@ -80,6 +91,8 @@ struct kernel_algebra {
 
 // Running sums along an axis, either way, as a node (ad/ops/reductions.hpp).
 TENFERRO_INLINE EagerTensor cumsum_op(const EagerTensor& x, std::size_t axis, bool reverse);
+// The matrix [m, n] with diagonal v, as a node (ad/ops/assemble.hpp).
+TENFERRO_INLINE EagerTensor embed_diag_op(const EagerTensor& v, std::size_t m, std::size_t n);
 
 struct traced_algebra {
   using value = EagerTensor;
@@ -127,6 +140,16 @@ struct traced_algebra {
   EagerTensor reverse(const EagerTensor& a, const Axes& axes) const { return a.reverse(axes); }
   EagerTensor cumsum(const EagerTensor& a, std::size_t axis, bool reverse) const {
     return cumsum_op(a, axis, reverse);
+  }
+  EagerTensor concatenate(const std::vector<EagerTensor>& parts, std::size_t axis) const {
+    return EagerTensor::concatenate(parts, static_cast<std::int64_t>(axis));
+  }
+  EagerTensor extract_diag(const EagerTensor& a) const { return a.extract_diag(); }
+  EagerTensor embed_diag(const EagerTensor& a, std::size_t m, std::size_t n) const {
+    return embed_diag_op(a, m, n);
+  }
+  EagerTensor triangle(const EagerTensor& a, cpu::triangle which, std::int64_t k) const {
+    return which == cpu::triangle::lower ? a.tril(k) : a.triu(k);
   }
   EagerTensor cast(const EagerTensor& a, DType d) const { return a.to(d); }
   EagerTensor part(const EagerTensor& z, cpu::complex_part p) const {

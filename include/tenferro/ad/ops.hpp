@@ -8,6 +8,7 @@
 #pragma once
 
 #include <tenferro/ad/complex_rules.hpp>
+#include <tenferro/ad/ops/assemble.hpp>
 #include <tenferro/ad/ops/contraction.hpp>
 #include <tenferro/ad/ops/expression.hpp>
 #include <tenferro/ad/ops/reductions.hpp>

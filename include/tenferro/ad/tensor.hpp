@@ -193,6 +193,23 @@ class EagerTensor {
   EagerTensor reverse(const Axes& axes) const;
   EagerTensor squeeze(const Axes& axes) const;
   EagerTensor unsqueeze(std::size_t axis) const;
+  // XLA's dynamic_slice: `sizes` elements from `starts` along each axis, each start clamped into
+  // [0, extent - size] (so the slice always fits; a size above the extent is refused). A view.
+  EagerTensor dynamic_slice(const std::vector<std::int64_t>& starts, const Shape& sizes) const;
+  // Assembling (ad/ops/assemble.hpp). concatenate joins along an axis (negative: from the end;
+  // inputs of one rank, equal extents off the axis, dtypes promoted); stack joins along a new axis
+  // (inputs of one shape; axis -rank - 1 to rank). broadcast_in_dim: XLA's, operand axis i becomes
+  // result axis dims[i] (extent 1 or equal), a view. extract_diag: the diagonal of a matrix
+  // [m, n] (min(m, n) elements, a view); embed_diag: the square matrix with this vector as its
+  // diagonal. tril / triu: the lower / upper triangle of the last two axes (rows, columns), on and
+  // below / above diagonal k (k > 0: above the main one), the rest zero.
+  static EagerTensor concatenate(const std::vector<EagerTensor>& inputs, std::int64_t axis);
+  static EagerTensor stack(const std::vector<EagerTensor>& inputs, std::int64_t axis);
+  EagerTensor broadcast_in_dim(const Shape& shape, const Axes& dims) const;
+  EagerTensor extract_diag() const;
+  EagerTensor embed_diag() const;
+  EagerTensor tril(std::int64_t k = 0) const;
+  EagerTensor triu(std::int64_t k = 0) const;
   // Contractions (on BLAS for f32, f64, c32, c64; a wrapping loop for i32, i64). dot_general:
   // XLA's DotGeneral (core/contraction.hpp): the result's axes are the batch axes, then this
   // tensor's free axes, then other's. _with_conj conjugates either operand first. matmul: NumPy's

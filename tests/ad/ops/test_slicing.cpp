@@ -1,6 +1,6 @@
-// Cutting and padding (ad/ops/slicing.hpp): slice, pad, reverse, squeeze, unsqueeze as cases of the
-// op harness (values against the definition, vjp and jvp against central differences, in f32, f64,
-// c32 and c64), plus known values in every dtype, the views they make, and the refusals.
+// Cutting and padding (ad/ops/slicing.hpp): slice, dynamic_slice, pad, reverse, squeeze, unsqueeze as cases
+// of the op harness (values against the definition, vjp and jvp against central differences, in f32, f64, c32
+// and c64), plus known values in every dtype, the views they make, and the refusals.
 #include "../op_harness.hpp"
 
 #include <cstdint>
@@ -93,6 +93,18 @@ std::vector<op_case> cases() {
                 [](std::vector<std::size_t> o) -> Index {
                   return std::vector<std::size_t>{1 - o[0], o[1], 1 - o[2]};
                 })},
+      // [5, 4]: starts 3 and -2 clamp to 2 and 0 (rows 2..4, columns 0..1).
+      {"dynamic_slice",
+       [](const Inputs& x) {
+         return x[0].dynamic_slice({3, -2}, {3, 2});
+       },
+       {{5, 4}},
+       {{}},
+       RC,
+       gathered({3, 2},
+                [](std::vector<std::size_t> o) -> Index {
+                  return std::vector<std::size_t>{2 + o[0], o[1]};
+                })},
       {"squeeze",
        [](const Inputs& x) { return x[0].squeeze({1}).sin(); },
        {{3, 1, 2}},
@@ -127,7 +139,7 @@ TEST_CASE("slicing: values, vjp and jvp of every case in f32, f64, c32 and c64",
   }
 }
 
-TEST_CASE("slice, reverse, squeeze and unsqueeze are views: nothing is copied", "[slicing]") {
+TEST_CASE("slice, dynamic_slice, reverse, squeeze and unsqueeze are views: nothing is copied", "[slicing]") {
   auto ctx = EagerRuntime::create();
   const auto x =
       T::from_vec_col_major_in<std::int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}, ctx);  // [[1, 3, 5], [2, 4, 6]]
@@ -145,6 +157,12 @@ TEST_CASE("slice, reverse, squeeze and unsqueeze are views: nothing is copied", 
   CHECK(values_of<bool>(b.pad({1}, {0}, {1})) == std::vector<bool>{false, true, false, false, false, true});
   const auto z = T::from_vec_col_major_in<std::complex<double>>({2}, {{1, 2}, {3, 4}}, ctx);
   CHECK(values_of<std::complex<double>>(z.reverse({0})) == std::vector<std::complex<double>>{{3, 4}, {1, 2}});
+  // dynamic_slice clamps its starts into range (XLA): a view like slice.
+  const T d = x.dynamic_slice({INT64_MIN, INT64_MAX}, {1, 2});
+  CHECK(d.materialized().shares_storage_with(base));
+  CHECK(values_of<std::int32_t>(d) == std::vector<std::int32_t>{3, 5});
+  CHECK(values_of<std::int32_t>(x.dynamic_slice({1, 1}, {1, 2})) == std::vector<std::int32_t>{4, 6});
+  CHECK(x.dynamic_slice({5, 5}, {0, 0}).shape() == Shape{0, 0});
   CHECK(x.unsqueeze(2).shape() == Shape{2, 3, 1});
   CHECK(x.slice({2, 0}, {2, 3}, {1, 1}).shape() == Shape{0, 3});  // an empty slice
   CHECK(x.pad({-2, 0}, {0, 0}, {0, 0}).shape() == Shape{0, 3});   // cropped away
@@ -195,6 +213,16 @@ TEST_CASE("slicing refuses bad arguments, naming the op, the axis and the shape"
       },
       ErrorKind::Validation, "pad", {"axis 1", "interior -1"});
   check([&] { (void)x.pad({-2, 0}, {-1, 0}, {0, 0}); }, ErrorKind::Validation, "pad", {"axis 0", "low -2"});
+  check(
+      [&] {
+        (void)x.dynamic_slice({0, 0}, {3, 1});
+      },
+      ErrorKind::Validation, "dynamic_slice", {"axis 0", "size 3 exceeds the extent 2"});
+  check(
+      [&] {
+        (void)x.dynamic_slice({0}, {1, 1});
+      },
+      ErrorKind::Validation, "dynamic_slice", {"'starts' has 1 entries"});
   check([&] { (void)x.reverse({2}); }, ErrorKind::Validation, "reverse", {"axis 2"});
   check([&] { (void)x.squeeze({1}); }, ErrorKind::ShapeMismatch, "squeeze", {"axis 1", "extent 3"});
   check([&] { (void)x.unsqueeze(3); }, ErrorKind::Validation, "unsqueeze", {"axis 3"});

@@ -143,6 +143,26 @@ TENFERRO_INLINE EagerTensor EagerTensor::slice(const Shape& starts, const Shape&
       detail::ad::slice_rule{as_offsets(starts), as_offsets(limits), as_offsets(steps), shape()});
 }
 
+// XLA's clamping: a start below 0 reads from 0, one past extent - size from extent - size.
+TENFERRO_INLINE EagerTensor EagerTensor::dynamic_slice(const std::vector<std::int64_t>& starts,
+                                                       const Shape& sizes) const {
+  constexpr std::string_view op = "dynamic_slice";
+  const Shape in = shape();
+  cpu::detail::check_per_axis(op, "starts", starts, in);
+  cpu::detail::check_per_axis(op, "sizes", sizes, in);
+  Shape from(in.size()), to(in.size());
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    if (sizes[d] > in[d]) {
+      throw_error(ErrorKind::Validation, op,
+                  {"axis ", d, ": size ", sizes[d], " exceeds the extent ", in[d], " (shape ", in, ")"});
+    }
+    const auto last = static_cast<std::int64_t>(in[d] - sizes[d]);
+    from[d] = static_cast<std::size_t>(std::clamp<std::int64_t>(starts[d], 0, last));
+    to[d] = from[d] + sizes[d];
+  }
+  return slice(from, to, Shape(in.size(), 1));
+}
+
 TENFERRO_INLINE EagerTensor EagerTensor::pad(const std::vector<std::int64_t>& low,
                                              const std::vector<std::int64_t>& high,
                                              const std::vector<std::int64_t>& interior) const {
