@@ -15,6 +15,7 @@
 #include <tenferro/cpu/layout.hpp>
 #include <tenferro/cpu/reduce.hpp>
 #include <tenferro/cpu/scan.hpp>
+#include <tenferro/cpu/select.hpp>
 #include <tenferro/cpu/session.hpp>
 #include <tenferro/cpu/slicing.hpp>
 
@@ -77,6 +78,9 @@ struct kernel_algebra {
   }
   Tensor triangle(const Tensor& a, cpu::triangle which, std::int64_t k) const {
     return cpu::triangle_of(a, which, k, which == cpu::triangle::lower ? "tril" : "triu");
+  }
+  Tensor select(const Tensor& c, const Tensor& x, const Tensor& y) const {
+    return cpu::select(c, x, y, "where");
   }
   Tensor cast(const Tensor& a, DType d) const { return cpu::cast(a, d); }
   Tensor part(const Tensor& z, cpu::complex_part p) const { return cpu::part_of(z, p, "complex part"); }
@@ -150,6 +154,9 @@ struct traced_algebra {
   }
   EagerTensor triangle(const EagerTensor& a, cpu::triangle which, std::int64_t k) const {
     return which == cpu::triangle::lower ? a.tril(k) : a.triu(k);
+  }
+  EagerTensor select(const EagerTensor& c, const EagerTensor& x, const EagerTensor& y) const {
+    return tenferro::where(c, x, y);
   }
   EagerTensor cast(const EagerTensor& a, DType d) const { return a.to(d); }
   EagerTensor part(const EagerTensor& z, cpu::complex_part p) const {

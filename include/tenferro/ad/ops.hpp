@@ -12,6 +12,7 @@
 #include <tenferro/ad/ops/contraction.hpp>
 #include <tenferro/ad/ops/expression.hpp>
 #include <tenferro/ad/ops/reductions.hpp>
+#include <tenferro/ad/ops/selection.hpp>
 #include <tenferro/ad/ops/slicing.hpp>
 #include <tenferro/ad/rules.hpp>
 #include <tenferro/core/detail/config.hpp>

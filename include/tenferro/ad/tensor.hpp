@@ -221,6 +221,12 @@ class EagerTensor {
   EagerTensor matmul(const EagerTensor& other) const;
   EagerTensor outer(const EagerTensor& other) const;
   EagerTensor dot(const EagerTensor& other) const;
+  // Selection (ad/ops/selection.hpp; tenferro::where below): clamp(lo, hi) is
+  // minimum(maximum(x, lo), hi), NumPy-broadcast, with their conventions: at x == lo or x == hi
+  // the gradient goes to x, lo > hi gives hi (its gradient to hi), NaN propagates. Number bounds
+  // are in this tensor's dtype (an integer tensor's must be whole numbers it holds).
+  EagerTensor clamp(const EagerTensor& lo, const EagerTensor& hi) const;
+  EagerTensor clamp(double lo, double hi) const;
   // NumPy broadcast to a larger shape, and its adjoint (sum over the broadcast axes).
   EagerTensor broadcast_to(const Shape& shape) const;
   // The same values as another dtype. cast (and to, the same op) converts lossily: floating to
@@ -255,6 +261,11 @@ class EagerTensor {
 
   detail::ad::state_ptr state_;
 };
+
+// a where cond (Bool) holds, else b: the three broadcast NumPy-style, the result in
+// promote_types(a, b); a select, so NaN and the sign of zero come through. The gradient goes to a
+// and b (where each was chosen, summed over what was broadcast), none to cond.
+EagerTensor where(const EagerTensor& cond, const EagerTensor& a, const EagerTensor& b);
 
 inline EagerTensor operator+(const EagerTensor& a, const EagerTensor& b) { return a.add(b); }
 inline EagerTensor operator-(const EagerTensor& a, const EagerTensor& b) { return a.sub(b); }
