@@ -12,6 +12,7 @@
 #include <tenferro/cpu/complex.hpp>
 #include <tenferro/cpu/contract.hpp>
 #include <tenferro/cpu/fused.hpp>
+#include <tenferro/cpu/indexing.hpp>
 #include <tenferro/cpu/layout.hpp>
 #include <tenferro/cpu/reduce.hpp>
 #include <tenferro/cpu/scan.hpp>
@@ -81,6 +82,12 @@ struct kernel_algebra {
   }
   Tensor select(const Tensor& c, const Tensor& x, const Tensor& y) const {
     return cpu::select(c, x, y, "where");
+  }
+  Tensor gather(const Tensor& x, std::size_t axis, const Tensor& idx) const {
+    return cpu::gather(x, axis, idx, "gather");
+  }
+  Tensor scatter_add(const Tensor& x, std::size_t axis, const Tensor& idx, const Tensor& u) const {
+    return cpu::scatter_add(x, axis, idx, u, "scatter_add");
   }
   Tensor cast(const Tensor& a, DType d) const { return cpu::cast(a, d); }
   Tensor part(const Tensor& z, cpu::complex_part p) const { return cpu::part_of(z, p, "complex part"); }
@@ -157,6 +164,13 @@ struct traced_algebra {
   }
   EagerTensor select(const EagerTensor& c, const EagerTensor& x, const EagerTensor& y) const {
     return tenferro::where(c, x, y);
+  }
+  EagerTensor gather(const EagerTensor& x, std::size_t axis, const EagerTensor& idx) const {
+    return x.gather(axis, idx);
+  }
+  EagerTensor scatter_add(const EagerTensor& x, std::size_t axis, const EagerTensor& idx,
+                          const EagerTensor& u) const {
+    return x.scatter_add(axis, idx, u);
   }
   EagerTensor cast(const EagerTensor& a, DType d) const { return a.to(d); }
   EagerTensor part(const EagerTensor& z, cpu::complex_part p) const {

@@ -11,6 +11,7 @@
 #include <tenferro/ad/ops/assemble.hpp>
 #include <tenferro/ad/ops/contraction.hpp>
 #include <tenferro/ad/ops/expression.hpp>
+#include <tenferro/ad/ops/indexing.hpp>
 #include <tenferro/ad/ops/reductions.hpp>
 #include <tenferro/ad/ops/selection.hpp>
 #include <tenferro/ad/ops/slicing.hpp>

@@ -11,10 +11,12 @@
 #include <tenferro/core/contraction.hpp>
 #include <tenferro/tensor/io.hpp>
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <type_traits>
 #include <vector>
 
 namespace tenferro {
@@ -221,6 +223,21 @@ class EagerTensor {
   EagerTensor matmul(const EagerTensor& other) const;
   EagerTensor outer(const EagerTensor& other) const;
   EagerTensor dot(const EagerTensor& other) const;
+  // Indexing along an axis (ad/ops/indexing.hpp); indices are i64, negative ones count from the
+  // end, one out of range throws Validation naming it, its position and the bound.
+  // index_select: the elements at `indices` (a vector) along `axis`; take_rows / take_cols:
+  // along axis 0 / 1; take_block: rows, then columns. gather: NumPy's take_along_axis (indices of
+  // this tensor's rank and extents off the axis; the result has their shape). scatter_add: this
+  // tensor plus `updates` (the shape of indices) added where gather would read (repeats add up);
+  // the gradient of each is the other op. index_select reads its vector through a stride-0 view
+  // (no index tensor of the result's size is made).
+  EagerTensor index_select(std::size_t axis, const EagerTensor& indices) const;
+  EagerTensor index_select(std::size_t axis, const std::vector<std::int64_t>& indices) const;
+  EagerTensor take_rows(const std::vector<std::int64_t>& rows) const;
+  EagerTensor take_cols(const std::vector<std::int64_t>& cols) const;
+  EagerTensor take_block(const std::vector<std::int64_t>& rows, const std::vector<std::int64_t>& cols) const;
+  EagerTensor gather(std::size_t axis, const EagerTensor& indices) const;
+  EagerTensor scatter_add(std::size_t axis, const EagerTensor& indices, const EagerTensor& updates) const;
   // Selection (ad/ops/selection.hpp; tenferro::where below): clamp(lo, hi) is
   // minimum(maximum(x, lo), hi), NumPy-broadcast, with their conventions: at x == lo or x == hi
   // the gradient goes to x, lo > hi gives hi (its gradient to hi), NaN propagates. Number bounds
@@ -247,7 +264,10 @@ class EagerTensor {
   }
 
   // The shared state (for the tape machinery).
-  explicit EagerTensor(detail::ad::state_ptr state) noexcept : state_(std::move(state)) {}
+  // (Exactly a state_ptr: a literal 0, as in x.index_select(0, {0}), must not read as a null one.)
+  template <class P>
+  requires std::same_as<std::remove_cvref_t<P>, detail::ad::state_ptr>
+  explicit EagerTensor(P&& state) noexcept : state_(std::forward<P>(state)) {}
   const detail::ad::state_ptr& state() const noexcept { return state_; }
 
  private:

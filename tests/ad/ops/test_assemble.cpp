@@ -14,19 +14,6 @@ namespace {
 using T = EagerTensor;
 const std::vector<DType>& RC = real_or_complex_dtypes;
 
-// out[o] = in[k][at] where source(o) = (k, at) over an output shape (nullopt: a zero).
-using Source = std::optional<std::pair<std::size_t, std::vector<std::size_t>>>;
-template <class F>
-Reference picked(Shape out, F source) {
-  return [=](const std::vector<std::vector<C>>& in, const std::vector<Shape>& s) {
-    std::vector<C> r;
-    for (std::size_t o = 0; o < checked_shape_size(out).value(); ++o) {
-      const Source at = source(index_of(o, out));
-      r.push_back(at ? in[at->first][position_of(at->second, s[at->first])] : C(0));
-    }
-    return r;
-  };
-}
 using I = std::vector<std::size_t>;
 
 std::vector<op_case> cases() {
