@@ -4,6 +4,7 @@
 #pragma once
 
 #include <tenferro/cpu/common.hpp>
+#include <tenferro/cpu/scan.hpp>
 
 #include <cstdint>
 #include <string>
@@ -117,7 +118,7 @@ inline Tensor scatter_add(const Tensor& x, std::size_t axis, const Tensor& indic
     T* out = r.mutable_array<T>().data();
     const T* src = u.as_slice<T>().data();
     detail::for_each_index(op, shape, axis, indices, [&](std::size_t k, std::ptrdiff_t at, std::int64_t) {
-      out[at] = expr::ops::add::scalar(out[at], src[k]);
+      out[at] = detail::wrapping_add(out[at], src[k]);
     });
   });
   return r;

@@ -180,7 +180,7 @@ TEST_CASE("assembling: values, vjp and jvp of every case in f32, f64, c32 and c6
   }
 }
 
-TEST_CASE("assembling moves the elements of every dtype; extract_diag and broadcast_in_dim are views",
+TEST_CASE("assembling moves the elements of every dtype, and extract_diag and broadcast_in_dim are views",
           "[assemble]") {
   auto ctx = EagerRuntime::create();
   const auto x =

@@ -101,7 +101,7 @@ TEST_CASE("indexing: values, vjp and jvp of every case in f32, f64, c32 and c64"
   }
 }
 
-TEST_CASE("indexing moves integers and bools; scatter_add wraps and adds repeats", "[indexing]") {
+TEST_CASE("indexing moves integers and bools, scatter_add wraps and adds repeats", "[indexing]") {
   auto ctx = EagerRuntime::create();
   const auto x =
       T::from_vec_col_major_in<std::int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}, ctx);  // [[1, 3, 5], [2, 4, 6]]

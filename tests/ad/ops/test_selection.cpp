@@ -70,7 +70,7 @@ TEST_CASE("selection: values, vjp and jvp of every case", "[harness]") {
   }
 }
 
-TEST_CASE("where selects: NaN, infinities and -0 come through; dtypes promote; integers and bools too",
+TEST_CASE("where selects: NaN, infinities and -0 come through, dtypes promote, integers and bools too",
           "[selection]") {
   auto ctx = EagerRuntime::create();
   const double nan = std::nan("");
