@@ -117,6 +117,32 @@ TEST_CASE("writing through a view gives it a buffer of its own, the viewed tenso
   CHECK(elements(t) == std::vector<double>{1, 4, 2, 5, 3, 6});
 }
 
+TEST_CASE("compacting a transposed view walks tiles and gives every element in its place") {
+  // [37, 70, 3] (partial tiles on both tiled axes, an outer axis) viewed as [70, 37, 3] (axes 0 and
+  // 1 swapped: the view's contiguous axis is its second), also with axis 1 reversed.
+  const Shape s{37, 70, 3};
+  std::vector<double> v(37 * 70 * 3);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+  const Tensor t = Tensor::from_vec_col_major<double>(s, v);
+  const Tensor swapped = t.as_strided({70, 37, 3}, {37, 1, 37 * 70}, 0);
+  const Tensor flipped = t.as_strided({70, 37, 3}, {37, -1, 37 * 70}, 36);
+  const Tensor a = swapped.materialized(), b = flipped.materialized();
+  // The same in f32 (its tiles go through the local array, f64's through registers with AVX-512).
+  const Tensor f = Tensor::from_vec_col_major<float>(s, std::vector<float>(v.begin(), v.end()));
+  const Tensor fa = f.as_strided({70, 37, 3}, {37, 1, 37 * 70}, 0).materialized();
+  for (std::size_t k = 0; k < 3; ++k) {
+    for (std::size_t j = 0; j < 37; ++j) {
+      for (std::size_t i = 0; i < 70; ++i) {
+        const std::size_t at = i + 70 * (j + 37 * k);
+        INFO(i << ", " << j << ", " << k);
+        REQUIRE(a.as_slice<double>()[at] == v[j + 37 * (i + 70 * k)]);
+        REQUIRE(fa.as_slice<float>()[at] == static_cast<float>(v[j + 37 * (i + 70 * k)]));
+        REQUIRE(b.as_slice<double>()[at] == v[(36 - j) + 37 * (i + 70 * k)]);
+      }
+    }
+  }
+}
+
 TEST_CASE("clone of a view is compact and deep, printing shows the view's logical order") {
   const Tensor tr = two_by_three().as_strided({3, 2}, {2, 1}, 0);
   const Tensor c = tr.clone();
@@ -176,7 +202,9 @@ TEST_CASE("the compile-time layer reads views: contiguous ones in place, others 
   CHECK(std::vector<double>(g.data(), g.data() + g.size()) == std::vector<double>{2, 4, 6, 8, 10, 12});
 }
 
-TEST_CASE("strided views, partial broadcasts and converted inputs are gathered chunk by chunk, never copied whole") {
+TEST_CASE(
+    "strided views, partial broadcasts and converted inputs are gathered chunk by chunk, never copied "
+    "whole") {
   // m x k, filled with distinct values; its transpose as a view and as a compact copy.
   const std::size_t m = 701, k = 613;  // 429713 elements: chunks of 4096 and a partial tail
   std::vector<double> v(m * k);
@@ -192,7 +220,8 @@ TEST_CASE("strided views, partial broadcasts and converted inputs are gathered c
   std::vector<float> vf(k);
   for (std::size_t i = 0; i < k; ++i) vf[i] = float(i) * 0.25f;
   const Tensor f32_col = Tensor::from_vec_col_major<float>({k, 1}, vf);  // converted, broadcast
-  const Tensor f32_col_as_f64 = Tensor::from_vec_col_major<double>({k, 1}, std::vector<double>(vf.begin(), vf.end()));
+  const Tensor f32_col_as_f64 =
+      Tensor::from_vec_col_major<double>({k, 1}, std::vector<double>(vf.begin(), vf.end()));
 
   const auto [x, y, z, w] = expr::placeholders<4>();
   const auto e = x * y + exp(-z) * w;
@@ -201,7 +230,8 @@ TEST_CASE("strided views, partial broadcasts and converted inputs are gathered c
   clear_buffer_cache();
   reset_buffer_peak();
   const std::size_t before = buffer_cache_stats().live_bytes;
-  const auto r = expr::eval(e, at.typed<double>(), b.typed<double>(), col.typed<double>(), f32_col.typed<float>());
+  const auto r =
+      expr::eval(e, at.typed<double>(), b.typed<double>(), col.typed<double>(), f32_col.typed<float>());
   // Only the result was allocated at full size (no copy of the view or of a broadcast input).
   CHECK(buffer_cache_stats().peak_live_bytes - before <= bytes + (std::size_t(1) << 20));
   const auto want = expr::eval(e, at_copy.typed<double>(), b.typed<double>(), col_copy.typed<double>(),
@@ -213,7 +243,9 @@ TEST_CASE("strided views, partial broadcasts and converted inputs are gathered c
   // A reduction and gradients, on one thread and on two: the same bits, and the same as compact inputs.
   auto run = [&](int threads, const Tensor& xt, const Tensor& zt) {
     tbb::task_arena arena(threads);
-    return arena.execute([&] { return expr::value_and_grad(f, xt.typed<double>(), b.typed<double>(), zt.typed<double>(), 2.0); });
+    return arena.execute([&] {
+      return expr::value_and_grad(f, xt.typed<double>(), b.typed<double>(), zt.typed<double>(), 2.0);
+    });
   };
   const auto one = run(1, at, col);
   const auto two = run(2, at, col);
@@ -239,7 +271,8 @@ TEST_CASE("strided views, partial broadcasts and converted inputs are gathered c
     CHECK(grow(0, j) == Approx(want_j).epsilon(1e-12));
   }
   // The element-by-element oracle reads the gathers too.
-  CHECK(expr::detail::eval_with<expr::detail::reference_policy>(expr::sum(x * y), at.typed<double>(),
-                                                                 col.typed<double>()) ==
-        Approx(expr::eval(expr::sum(x * y), at_copy.typed<double>(), col_copy.typed<double>())).epsilon(1e-12));
+  CHECK(
+      expr::detail::eval_with<expr::detail::reference_policy>(expr::sum(x * y), at.typed<double>(),
+                                                              col.typed<double>()) ==
+      Approx(expr::eval(expr::sum(x * y), at_copy.typed<double>(), col_copy.typed<double>())).epsilon(1e-12));
 }

@@ -15,6 +15,7 @@
 
 #include <tenferro/core/detail/array.hpp>
 #include <tenferro/core/detail/block_pool.hpp>
+#include <tenferro/core/detail/strided_copy.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
@@ -267,10 +268,7 @@ TENFERRO_INLINE std::shared_ptr<tensor_storage> compact_copy(const tensor_storag
   return std::visit(
       [&]<class T>(const column_major_array<T>& a) {
         auto out = new_array<T>("Tensor::materialized", view.shape);
-        const T* src = a.data() + view.offset;
-        T* dst = out.data();
-        for_each_column_major(view.shape, view.strides,
-                              [&](std::size_t k, std::ptrdiff_t at) { dst[k] = src[at]; });
+        copy_to_compact(a.data() + view.offset, view.shape, view.strides, out.data());
         return make_storage(std::move(out));
       },
       buffer);
