@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <complex>
 #include <sstream>
 
@@ -143,6 +144,20 @@ TEST_CASE("gradcheck refuses what it cannot check, and the runtime stays usable"
     NoGradGuard guard;
     CHECK(message_of([&] { gradcheck(sum, {x}); }).find("no_grad") != std::string::npos);
   }
+  for (const double step : {0.0, -1e-6, std::nan("")}) {
+    GradcheckOptions bad;
+    bad.step = step;
+    CHECK(message_of([&] { gradcheck(sum, {x}, bad); }).find("'step'") != std::string::npos);
+  }
+  // A function whose output changes shape when its input moves is not one function of it.
+  const std::string changing = message_of([&] {
+    gradcheck(
+        [](const V& in) {
+          return in[0].dtype() == DType::F64 ? in[0] : in[0].reshape({1, 3});
+        },
+        {ctx->constant_from(Tensor::from_vec_col_major<float>({3}, {1, 2, 3}))});
+  });
+  CHECK(changing.find("[1, 3]") != std::string::npos);
   // An exception of the function propagates unchanged.
   CHECK(kind_of([&] { gradcheck([](const V& in) { return in[0].reshape({2}); }, {x}); }) ==
         ErrorKind::ShapeMismatch);

@@ -23,7 +23,8 @@ namespace tenferro {
 struct GradcheckOptions {
   // The central difference's step, (f(x + step e) - f(x - step e)) / (2 step).
   double step = 1e-6;
-  // An entry passes when |analytic - numeric| <= atol + rtol |numeric|. 0: by dtype, 1e-6 when
+  // An entry passes when |analytic - numeric| <= atol + rtol |numeric| (an infinite one when both
+  // are the same infinity, a NaN when both are NaN). 0 or less: by dtype, 1e-6 when
   // every differentiated input and the output are f64 or c64, 2e-3 when one is f32 or c32.
   double atol = 0;
   double rtol = 0;
@@ -49,10 +50,13 @@ struct GradcheckEntry {
   double analytic = 0;
   double numeric = 0;
   double excess = 0;  // |analytic - numeric| / (atol + rtol |numeric|); the entry passes at <= 1
+  // Not empty when the transform gave a tensor of the wrong shape or dtype (then nothing of it is
+  // compared): what it gave and what was expected.
+  std::string malformed;
 };
 
 struct GradcheckReport {
-  bool passed = true;
+  bool passed = true;       // (vacuously with 0 entries: no floating input element, or no check asked)
   std::size_t entries = 0;  // entries compared (over both transforms and both rule forms)
   GradcheckEntry worst;     // the entry with the largest excess
   explicit operator bool() const noexcept { return passed; }
@@ -60,6 +64,8 @@ struct GradcheckReport {
     os << "gradcheck " << (r.passed ? "passed" : "FAILED") << ": " << r.entries << " entries";
     if (r.entries == 0) return os;
     const GradcheckEntry& w = r.worst;
+    if (!w.malformed.empty())
+      return os << "; " << w.transform << " of input " << w.input << " " << w.malformed;
     auto part = [](bool imag) { return imag ? " (imaginary part)" : ""; };
     return os << "; worst: " << w.transform << ", input " << w.input << " element " << format_shape(w.index)
               << part(w.input_imag) << ", output element " << format_shape(w.output_index)
@@ -72,8 +78,10 @@ using GradcheckFn = std::function<EagerTensor(const std::vector<EagerTensor>&)>;
 
 // Checks fn's derivatives at `inputs` (their values: gradcheck makes its own leaves; integer and
 // bool inputs are passed as they are and not differentiated). fn must give a floating or complex
-// output. Throws InvalidArgument for no inputs, an integer output or recording off (inside a
-// no_grad guard), and ContextMismatch for inputs of different runtimes.
+// output. A derivative of the wrong shape or dtype fails the check (GradcheckEntry::malformed).
+// Throws InvalidArgument for no inputs, an integer output, a step that is not finite and > 0, a
+// function whose output changes shape when an input moves, or recording off (inside a no_grad
+// guard); ContextMismatch for inputs of different runtimes.
 GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<EagerTensor>& inputs,
                           const GradcheckOptions& options = {});
 

@@ -36,6 +36,16 @@ inline std::vector<std::size_t> multi_index(std::size_t i, const Shape& s) {
   return at;
 }
 
+// fn's output at moved inputs, which must have the shape it had at the inputs (else fn is not one
+// function of them: InvalidArgument naming gradcheck and both shapes).
+inline const EagerTensor& same_shape(const EagerTensor& y, const Shape& shape) {
+  if (y.shape() != shape) {
+    throw_error(ErrorKind::InvalidArgument, "gradcheck",
+                {"the function gave shape ", y.shape(), " at moved inputs but ", shape, " at the inputs"});
+  }
+  return y;
+}
+
 inline bool differentiable(DType d) { return is_floating(d) || is_complex(d); }
 inline bool single(DType d) { return d == DType::F32 || d == DType::C32; }
 inline DType wide(DType d) { return is_complex(d) ? DType::C64 : DType::F64; }
@@ -58,6 +68,10 @@ TENFERRO_INLINE GradcheckReport gradcheck(const GradcheckFn& fn, const std::vect
   if (!NoGradGuard::grad_enabled()) {
     throw_error(ErrorKind::InvalidArgument, "gradcheck",
                 {"recording is off (called inside a no_grad guard): the derivatives cannot be recorded"});
+  }
+  if (!(options.step > 0 && std::isfinite(options.step))) {
+    throw_error(ErrorKind::InvalidArgument, "gradcheck",
+                {"option 'step' is ", std::to_string(options.step), ": it must be finite and > 0"});
   }
   const std::shared_ptr<EagerRuntime> rt = detail::ad::common_runtime("gradcheck", inputs);
 
@@ -101,9 +115,9 @@ TENFERRO_INLINE GradcheckReport gradcheck(const GradcheckFn& fn, const std::vect
         for (std::size_t d = 0; d < parts; ++d) {
           const auto move = rt->constant_from(g::unit(x.shape(), x.dtype(), i, out_unit[d] * options.step));
           at[k] = x + move;
-          const auto plus = g::values_of(fn(at).materialized());
+          const auto plus = g::values_of(g::same_shape(fn(at), out_shape).materialized());
           at[k] = x - move;
-          const auto minus = g::values_of(fn(at).materialized());
+          const auto minus = g::values_of(g::same_shape(fn(at), out_shape).materialized());
           std::vector<C> column(n_out);
           for (std::size_t j = 0; j < n_out; ++j) column[j] = (plus[j] - minus[j]) / (2 * options.step);
           numeric.columns[k].push_back(std::move(column));
@@ -120,10 +134,11 @@ TENFERRO_INLINE GradcheckReport gradcheck(const GradcheckFn& fn, const std::vect
     const double numeric_entry = c == 0 ? n.real() : n.imag();
     const double bound = atol + rtol * std::abs(numeric_entry);
     double excess = std::abs(analytic - numeric_entry) / bound;
+    if (std::isinf(analytic) || std::isinf(numeric_entry)) excess = analytic == numeric_entry ? 0 : INFINITY;
     if (std::isnan(analytic) != std::isnan(numeric_entry)) excess = INFINITY;
-    if (std::isnan(excess)) excess = 0;  // both NaN
+    if (std::isnan(analytic) && std::isnan(numeric_entry)) excess = 0;
     ++report.entries;
-    if (report.entries == 1 || excess > report.worst.excess) {
+    if ((report.entries == 1 && report.worst.malformed.empty()) || excess > report.worst.excess) {
       report.worst = {transform,
                       k,
                       g::multi_index(i, inputs[k].shape()),
@@ -134,6 +149,27 @@ TENFERRO_INLINE GradcheckReport gradcheck(const GradcheckFn& fn, const std::vect
                       numeric_entry,
                       excess};
     }
+  };
+
+  // A derivative of the wrong shape or dtype fails the check outright (named in the report).
+  auto malformed = [&](const char* transform, std::size_t k, const EagerTensor& got, const Shape& shape,
+                       DType dtype) {
+    if (got.shape() == shape && got.dtype() == dtype) return false;
+    report.passed = false;
+    if (report.worst.malformed.empty()) {
+      report.worst = {transform,
+                      k,
+                      {},
+                      false,
+                      {},
+                      false,
+                      0,
+                      0,
+                      INFINITY,
+                      "gave shape " + format_shape(got.shape()) + " " + std::string(dtype_name(got.dtype())) +
+                          ", expected " + format_shape(shape) + " " + std::string(dtype_name(dtype))};
+    }
+    return true;
   };
 
   auto run = [&](bool kernel_rules) {
@@ -148,11 +184,12 @@ TENFERRO_INLINE GradcheckReport gradcheck(const GradcheckFn& fn, const std::vect
           for (std::size_t d = 0; d < parts; ++d) {
             const auto t = rt->constant_from(g::unit(in_shape, inputs[k].dtype(), i, out_unit[d]));
             const auto jvp = rt->jvp_optional(out, leaves[k], t);
+            const char* name = kernel_rules ? "jvp (kernel rules)" : "jvp";
+            if (jvp && malformed(name, k, *jvp, out_shape, out.dtype())) return;
             const std::vector<C> v = jvp ? g::values_of(jvp->materialized()) : std::vector<C>(n_out);
             for (std::size_t j = 0; j < n_out; ++j) {
               for (std::size_t c = 0; c < out_parts; ++c) {
-                compare(kernel_rules ? "jvp (kernel rules)" : "jvp", k, i, d, j, c,
-                        c == 0 ? v[j].real() : v[j].imag());
+                compare(name, k, i, d, j, c, c == 0 ? v[j].real() : v[j].imag());
               }
             }
           }
@@ -163,12 +200,13 @@ TENFERRO_INLINE GradcheckReport gradcheck(const GradcheckFn& fn, const std::vect
           for (std::size_t c = 0; c < out_parts; ++c) {
             const auto cot = rt->constant_from(g::unit(out_shape, out.dtype(), j, out_unit[c]));
             const auto vjp = rt->vjp_optional(out, leaves[k], cot);
+            const char* name = kernel_rules ? "vjp (kernel rules)" : "vjp";
+            if (vjp && malformed(name, k, *vjp, in_shape, inputs[k].dtype())) return;
             const std::vector<C> v =
                 vjp ? g::values_of(vjp->materialized()) : std::vector<C>(inputs[k].size());
             for (std::size_t i = 0; i < v.size(); ++i) {
               for (std::size_t d = 0; d < parts; ++d) {
-                compare(kernel_rules ? "vjp (kernel rules)" : "vjp", k, i, d, j, c,
-                        d == 0 ? v[i].real() : v[i].imag());
+                compare(name, k, i, d, j, c, d == 0 ? v[i].real() : v[i].imag());
               }
             }
           }
@@ -178,7 +216,7 @@ TENFERRO_INLINE GradcheckReport gradcheck(const GradcheckFn& fn, const std::vect
   };
   run(false);
   if (options.kernel_rules) run(true);
-  report.passed = report.worst.excess <= 1;
+  report.passed = report.passed && report.worst.excess <= 1;
   return report;
 }
 

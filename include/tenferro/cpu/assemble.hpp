@@ -13,31 +13,14 @@
 
 namespace tenferro::cpu {
 
-// A signed axis of a tensor with `count` axes (negative: from the end) as an index, 0 to count - 1.
-// Throws Validation naming the op, the axis and the range.
-inline std::size_t normalized_axis(std::int64_t axis, std::size_t count, std::string_view op,
-                                   const Shape& shape) {
-  const auto n = static_cast<std::int64_t>(count);
-  if (axis < -n || axis >= n) {
-    throw_error(ErrorKind::Validation, op,
-                {"axis ", std::to_string(axis), " is out of range for ", count, " axes (-", count, " to ",
-                 std::to_string(n - 1), "; shape ", shape, ")"});
-  }
-  return static_cast<std::size_t>(axis < 0 ? axis + n : axis);
-}
-
 // The inputs joined along `axis` (every input of one dtype and rank, equal extents off the axis).
 // Throws InvalidArgument for no inputs; Validation for a dtype or rank that differs from the first
 // input's, or an axis out of range; ShapeMismatch naming both shapes and the axis where two inputs
 // differ off the joined axis.
 inline Tensor concatenate(std::span<const Tensor> in, std::size_t axis, std::string_view op) {
-  if (in.empty()) throw_error(ErrorKind::InvalidArgument, op, {"the list of inputs is empty"});
+  check_not_empty(op, in.size());
   const Shape first = in[0].shape();
-  if (axis >= first.size()) {
-    throw_error(
-        ErrorKind::Validation, op,
-        {"axis ", axis, " is out of range for input 0 of rank ", first.size(), " (shape ", first, ")"});
-  }
+  check_axis(op, first, axis);
   Shape out = first;
   out[axis] = 0;
   for (std::size_t k = 0; k < in.size(); ++k) {
@@ -59,18 +42,17 @@ inline Tensor concatenate(std::span<const Tensor> in, std::size_t axis, std::str
                      ", which is not the joined axis ", axis});
       }
     }
-    out[axis] += s[axis];
+    if (__builtin_add_overflow(out[axis], s[axis], &out[axis]))
+      tenferro::detail::throw_shape_too_large(op, s);
   }
   if (!checked_shape_size(out)) tenferro::detail::throw_shape_too_large(op, out);
   // Column-major: below the axis an input is runs of inner * extent elements, one per outer index.
-  std::size_t inner = 1, outer = 1;
-  for (std::size_t d = 0; d < axis; ++d) inner *= out[d];
-  for (std::size_t d = axis + 1; d < out.size(); ++d) outer *= out[d];
+  const auto [inner, joined, outer] = detail::split_at(out, axis);
   return tenferro::detail::visit_dtype(in[0].dtype(), [&]<class T>(T) {
     Tensor result = Tensor::for_overwrite<T>(out, op);
     T* dst = result.mutable_array<T>().data();
-    const std::size_t row = inner * out[axis];  // elements of one outer index in the result
-    std::size_t at = 0;                         // where input k starts in a run of the result
+    const std::size_t row = inner * joined;  // elements of one outer index in the result
+    std::size_t at = 0;                      // where input k starts in a run of the result
     for (const Tensor& x : in) {
       const std::size_t run = inner * x.shape()[axis];
       if (run == 0) continue;
@@ -131,8 +113,7 @@ inline Tensor triangle_of(const Tensor& x, triangle which, std::int64_t k, std::
   }
   Tensor result = x.clone();
   const std::size_t rows = s[s.size() - 2], cols = s[s.size() - 1];
-  std::size_t inner = 1;  // column-major: the leading (batch) axes vary fastest
-  for (std::size_t d = 0; d + 2 < s.size(); ++d) inner *= s[d];
+  const std::size_t inner = detail::split_at(s, s.size() - 2).pre;  // the batch axes vary fastest
   if (result.size() == 0) return result;
   tenferro::detail::visit_dtype(x.dtype(), [&]<class T>(T) {
     T* p = result.mutable_array<T>().data();

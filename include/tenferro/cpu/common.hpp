@@ -170,4 +170,49 @@ inline Shape broadcast_shapes(std::string_view op, std::span<const Tensor> in) {
   return out;
 }
 
+// Throws Validation naming the op, the axis and the shape: axis is not an axis of `shape`.
+inline void check_axis(std::string_view op, const Shape& shape, std::size_t axis) {
+  if (axis >= shape.size()) {
+    throw Error(ErrorKind::Validation, std::string(op),
+                "axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
+                    std::to_string(shape.size()) + " (shape " + format_shape(shape) + ")");
+  }
+}
+
+// A signed axis of a tensor with `count` axes (negative: from the end) as an index, 0 to count - 1.
+// Throws Validation naming the op, the axis and the range.
+inline std::size_t normalized_axis(std::int64_t axis, std::size_t count, std::string_view op,
+                                   const Shape& shape) {
+  const auto n = static_cast<std::int64_t>(count);
+  if (count == 0) {
+    throw_error(ErrorKind::Validation, op,
+                {"axis ", std::to_string(axis), " of a tensor without axes (shape ", shape, ")"});
+  }
+  if (axis < -n || axis >= n) {
+    throw_error(ErrorKind::Validation, op,
+                {"axis ", std::to_string(axis), " is out of range for ", count, " axes (-", count, " to ",
+                 std::to_string(n - 1), "; shape ", shape, ")"});
+  }
+  return static_cast<std::size_t>(axis < 0 ? axis + n : axis);
+}
+
+// Throws InvalidArgument naming the op for an empty list of inputs.
+inline void check_not_empty(std::string_view op, std::size_t count) {
+  if (count == 0) throw_error(ErrorKind::InvalidArgument, op, {"the list of inputs is empty"});
+}
+
+namespace detail {
+
+// A compact shape around `axis`: element (i, j, k) of [pre, n, post] lies at i + pre (j + n k).
+struct axis_split {
+  std::size_t pre = 1, n = 1, post = 1;
+};
+inline axis_split split_at(const Shape& s, std::size_t axis) {
+  axis_split a;
+  for (std::size_t d = 0; d < s.size(); ++d) (d < axis ? a.pre : d == axis ? a.n : a.post) *= s[d];
+  return a;
+}
+
+}  // namespace detail
+
 }  // namespace tenferro::cpu

@@ -14,20 +14,36 @@ namespace tenferro::cpu {
 
 namespace detail {
 
-// Checks gather / scatter_add's shapes: indices of x's rank with x's extents off the axis (and,
-// for scatter_add, updates of the indices' shape). Throws Validation naming the op for an axis out
-// of range, an index dtype other than I64 or a rank that differs; ShapeMismatch naming the shapes.
+// Throws Validation naming the op unless `indices` holds i64.
+inline void check_index_dtype(std::string_view op, const Tensor& indices) {
+  if (indices.dtype() != DType::I64) {
+    throw_error(ErrorKind::Validation, op,
+                {"argument 'indices' (shape ", indices.extents(), ") has dtype ", dtype_name(indices.dtype()),
+                 ": indices are i64"});
+  }
+}
+
+// Index i (at `position` of the indices) of axis `axis` of `shape`, made non-negative. Throws
+// Validation naming the op, the index, its position and the bound when it is out of range.
+inline std::int64_t checked_index(std::string_view op, std::int64_t i, std::string_view position,
+                                  std::size_t axis, const Shape& shape) {
+  const auto bound = static_cast<std::int64_t>(shape[axis]);
+  if (i < -bound || i >= bound) {
+    throw_error(ErrorKind::Validation, op,
+                {"index ", std::to_string(i), " at position ", position,
+                 " of 'indices' is out of range for axis ", axis, " of extent ", shape[axis], " (-",
+                 shape[axis], " to ", std::to_string(bound - 1), "; shape ", shape, ")"});
+  }
+  return i < 0 ? i + bound : i;
+}
+
+// Checks gather / scatter_add's shapes: indices of x's rank with x's extents off the axis. Throws
+// Validation naming the op for an axis out of range, an index dtype other than I64 or a rank that
+// differs; ShapeMismatch naming the shapes.
 inline void check_indexing(std::string_view op, const Shape& x, std::size_t axis, const Tensor& indices) {
   const Shape s = indices.shape();
-  if (axis >= x.size()) {
-    throw_error(ErrorKind::Validation, op,
-                {"axis ", axis, " is out of range for a tensor of rank ", x.size(), " (shape ", x, ")"});
-  }
-  if (indices.dtype() != DType::I64) {
-    throw_error(
-        ErrorKind::Validation, op,
-        {"argument 'indices' (shape ", s, ") has dtype ", dtype_name(indices.dtype()), ": indices are i64"});
-  }
+  check_axis(op, x, axis);
+  check_index_dtype(op, indices);
   if (s.size() != x.size()) {
     throw_error(ErrorKind::Validation, op,
                 {"rank mismatch: argument 'indices' has rank ", s.size(), " (shape ", s, "), expected rank ",
@@ -57,14 +73,9 @@ void for_each_index(std::string_view op, const Shape& x, std::size_t axis, const
   std::vector<std::size_t> at(s.size(), 0);
   std::ptrdiff_t base = 0, from = 0;  // x's place without the axis' term; the index's place
   for (std::size_t k = 0; k < n; ++k) {
-    std::int64_t i = idx[from];
-    if (i < -bound || i >= bound) {
-      throw_error(
-          ErrorKind::Validation, op,
-          {"index ", std::to_string(i), " at position ", at, " of 'indices' is out of range for axis ", axis,
-           " of extent ", x[axis], " (-", x[axis], " to ", std::to_string(bound - 1), "; shape ", x, ")"});
-    }
-    if (i < 0) i += bound;
+    const std::int64_t i = idx[from] >= 0 && idx[from] < bound
+                               ? idx[from]
+                               : checked_index(op, idx[from], format_shape(at), axis, x);
     f(k, base + static_cast<std::ptrdiff_t>(i) * xs[axis], i);
     for (std::size_t d = 0; d < s.size(); ++d) {  // next column-major position
       from += is[d];

@@ -71,7 +71,7 @@ void for_each_slot(const column_major_array<T>& x, const std::vector<bool>& mask
   const Shape shape(x.shape().begin(), x.shape().end());
   const T* src = x.data();
   tenferro::detail::for_each_column_major(shape, reduced_strides(shape, mask),
-                                      [&](std::size_t k, std::ptrdiff_t slot) { f(src[k], slot, k); });
+                                          [&](std::size_t k, std::ptrdiff_t slot) { f(src[k], slot, k); });
 }
 
 }  // namespace detail

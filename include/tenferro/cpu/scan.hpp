@@ -9,26 +9,7 @@
 
 namespace tenferro::cpu {
 
-// Throws Validation naming the op, the axis and the shape: axis is not an axis of `shape`.
-inline void check_axis(std::string_view op, const Shape& shape, std::size_t axis) {
-  if (axis >= shape.size()) {
-    throw Error(ErrorKind::Validation, std::string(op),
-                "axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
-                    std::to_string(shape.size()) + " (shape " + format_shape(shape) + ")");
-  }
-}
-
 namespace detail {
-
-// A compact shape around `axis`: element (i, j, k) of [pre, n, post] lies at i + pre (j + n k).
-struct axis_split {
-  std::size_t pre = 1, n = 1, post = 1;
-};
-inline axis_split split_at(const Shape& s, std::size_t axis) {
-  axis_split a;
-  for (std::size_t d = 0; d < s.size(); ++d) (d < axis ? a.pre : d == axis ? a.n : a.post) *= s[d];
-  return a;
-}
 
 template <class T>
 T wrapping_add(T a, T b) {

@@ -205,6 +205,11 @@ TEST_CASE("assembling moves the elements of every dtype, and extract_diag and br
   const T b = y.reshape({2}).broadcast_in_dim({3, 2}, {1});
   CHECK(b.materialized().shares_storage_with(y.materialized()));
   CHECK(values_of<std::int64_t>(b) == std::vector<std::int64_t>{7, 7, 7, 8, 8, 8});
+  // Of a transposed view, with the axes reordered: still a view.
+  const T bt = x.transpose({1, 0}).broadcast_in_dim({2, 4, 3}, {2, 0});
+  CHECK(bt.materialized().shares_storage_with(x.materialized()));
+  CHECK(values_of<std::int64_t>(bt.slice({0, 0, 0}, {2, 1, 3}, {1, 1, 1})) ==
+        std::vector<std::int64_t>{1, 2, 3, 4, 5, 6});
 
   const auto m = T::from_vec_col_major_in<std::int32_t>({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, ctx);
   CHECK(values_of<std::int32_t>(m.tril()) == std::vector<std::int32_t>{1, 2, 3, 0, 5, 6, 0, 0, 9});

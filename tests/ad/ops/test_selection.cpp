@@ -33,6 +33,21 @@ std::vector<op_case> cases() {
          for (std::size_t j = 0; j < 3; ++j) r.push_back(in[0][2 * j]), r.push_back(in[1][j]);
          return r;
        }},
+      // The condition and b of shape [3] against a [2, 3]: a tangent of b alone is broadcast too.
+      {"where",
+       [](const Inputs& x) {
+         return where(condition(x[0], {3}, {false, true, false}), x[0], x[1]);
+       },
+       {{2, 3}, {3}},
+       {{}, {}},
+       real_or_complex_dtypes,
+       [](const std::vector<std::vector<C>>& in, const std::vector<Shape>&) {
+         std::vector<C> r;
+         for (std::size_t j = 0; j < 3; ++j) {
+           for (std::size_t i = 0; i < 2; ++i) r.push_back(j == 1 ? in[0][i + 2 * j] : in[1][j]);
+         }
+         return r;
+       }},
       // A rank-0 b (its gradient sums the elements it filled); the condition from the data.
       {"where",
        [](const Inputs& x) { return where(x[0].gt(x[1]), x[0], x[1]).square(); },

@@ -133,17 +133,12 @@ TENFERRO_INLINE EagerTensor embed_diag_op(const EagerTensor& v, std::size_t m, s
   return record_rule<"embed_diag">(std::span(&v, 1), std::move(value), embed_diag_rule{m, n});
 }
 
-// Throws InvalidArgument naming `op` for an empty list of inputs.
-inline void check_not_empty(const std::vector<EagerTensor>& inputs, std::string_view op) {
-  if (inputs.empty()) throw_error(ErrorKind::InvalidArgument, op, {"the list of inputs is empty"});
-}
-
 }  // namespace detail::ad
 
 TENFERRO_INLINE EagerTensor EagerTensor::concatenate(const std::vector<EagerTensor>& inputs,
                                                      std::int64_t axis) {
   constexpr std::string_view op = "concatenate";
-  detail::ad::check_not_empty(inputs, op);
+  cpu::check_not_empty(op, inputs.size());
   detail::ad::common_runtime(op, inputs);
   const std::size_t a = cpu::normalized_axis(axis, inputs[0].rank(), op, inputs[0].shape());
   // Inputs of several dtypes join in the dtype they promote to (the casts are recorded).
@@ -160,7 +155,7 @@ TENFERRO_INLINE EagerTensor EagerTensor::concatenate(const std::vector<EagerTens
 
 TENFERRO_INLINE EagerTensor EagerTensor::stack(const std::vector<EagerTensor>& inputs, std::int64_t axis) {
   constexpr std::string_view op = "stack";
-  detail::ad::check_not_empty(inputs, op);
+  cpu::check_not_empty(op, inputs.size());
   detail::ad::common_runtime(op, inputs);
   const Shape first = inputs[0].shape();
   const std::size_t a = cpu::normalized_axis(axis, first.size() + 1, op, first);
@@ -197,10 +192,12 @@ TENFERRO_INLINE EagerTensor EagerTensor::broadcast_in_dim(const Shape& shape, co
   Axes order(dims.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::ranges::sort(order, [&](std::size_t i, std::size_t j) { return dims[i] < dims[j]; });
-  const EagerTensor sorted = std::ranges::is_sorted(order) ? *this : transpose(order);
-  Shape full(shape.size(), 1);
-  for (std::size_t i = 0; i < dims.size(); ++i) full[dims[i]] = in[i];
-  return sorted.reshape(full).broadcast_to(shape);
+  // Each step keeps the strides (transpose, unsqueeze and broadcast_to are views of any view).
+  EagerTensor full = std::ranges::is_sorted(order) ? *this : transpose(order);
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (!mapped[d]) full = full.unsqueeze(d);
+  }
+  return full.broadcast_to(shape);
 }
 
 TENFERRO_INLINE EagerTensor EagerTensor::extract_diag() const {

@@ -102,27 +102,14 @@ TENFERRO_INLINE EagerTensor EagerTensor::index_select(std::size_t axis, const Ea
                 {"rank mismatch: argument 'indices' has rank ", s.size(), " (shape ", s,
                  "), expected a vector (rank 1)"});
   }
-  if (axis >= in.size()) {
-    throw_error(ErrorKind::Validation, op,
-                {"axis ", axis, " is out of range for a tensor of rank ", in.size(), " (shape ", in, ")"});
-  }
+  cpu::check_axis(op, in, axis);
   const Tensor v = indices.materialized();
-  if (v.dtype() != DType::I64) {
-    throw_error(
-        ErrorKind::Validation, op,
-        {"argument 'indices' (shape ", s, ") has dtype ", dtype_name(v.dtype()), ": indices are i64"});
-  }
+  cpu::detail::check_index_dtype(op, v);
   // Checked here so that an error names the position in the vector.
-  const auto bound = static_cast<std::int64_t>(in[axis]);
   const std::int64_t* p = v.data<std::int64_t>();
   for (std::size_t k = 0; k < s[0]; ++k) {
-    const std::int64_t i = p[static_cast<std::ptrdiff_t>(k) * v.strides()[0]];
-    if (i < -bound || i >= bound) {
-      throw_error(
-          ErrorKind::Validation, op,
-          {"index ", std::to_string(i), " at position ", k, " of 'indices' is out of range for axis ", axis,
-           " of extent ", in[axis], " (-", in[axis], " to ", std::to_string(bound - 1), "; shape ", in, ")"});
-    }
+    cpu::detail::checked_index(op, p[static_cast<std::ptrdiff_t>(k) * v.strides()[0]], std::to_string(k),
+                               axis, in);
   }
   // The vector along `axis` of the result's shape, repeated (stride 0) along the others.
   Shape out = in;

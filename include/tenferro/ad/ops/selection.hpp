@@ -55,7 +55,8 @@ struct where_rule {
       if (!t[k]) return a.constant(Tensor::zeros({}, d));
       return A::tensor(*t[k]).dtype() == d ? *t[k] : a.cast(*t[k], d);
     };
-    return a.select(in[0], tangent(1), tangent(2));
+    // (A missing tangent is a rank-0 zero: the selection is broadcast back to the output's shape.)
+    return a.broadcast_to(a.select(in[0], tangent(1), tangent(2)), A::tensor(y).shape());
   }
 };
 

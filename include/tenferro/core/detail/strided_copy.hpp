@@ -3,9 +3,9 @@
 // view), reading along the first axis touches a new cache line per element; the walk then goes in
 // 8 x 8 tiles over those two axes, each read as 8 contiguous rows and written as 8 contiguous
 // columns: in registers with AVX-512 (f64: three rounds of shuffles), through a small local array
-// otherwise. On a transposed [4000, 2500] f64 (docs/benchmarks.md, "Copies"), against a memcpy of
-// the same bytes: 3.6-3.8x with 32 x 32 tiles read element by element, 2-2.5x through the local
-// array, 1.3-1.6x with the shuffles.
+// otherwise. On a transposed [4000, 2500] f64 against a memcpy of the same bytes: 1.1-1.5x with the
+// shuffles (docs/benchmarks.md, "Copies"), about 2x through the local array, 3.5x read element by
+// element in 32 x 32 tiles.
 #pragma once
 
 #include <tenferro/core/shape.hpp>
