@@ -47,7 +47,9 @@ inline Tensor concatenate(std::span<const Tensor> in, std::size_t axis, std::str
   }
   if (!checked_shape_size(out)) tenferro::detail::throw_shape_too_large(op, out);
   // Column-major: below the axis an input is runs of inner * extent elements, one per outer index.
-  const auto [inner, joined, outer] = detail::split_at(out, axis);
+  // (Named fields, not a structured binding: clang 14 cannot capture one in a lambda.)
+  const detail::axis_split split = detail::split_at(out, axis);
+  const std::size_t inner = split.pre, joined = split.n, outer = split.post;
   return tenferro::detail::visit_dtype(in[0].dtype(), [&]<class T>(T) {
     Tensor result = Tensor::for_overwrite<T>(out, op);
     T* dst = result.mutable_array<T>().data();
