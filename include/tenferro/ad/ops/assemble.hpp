@@ -1,5 +1,5 @@
 // Assembling tensors as eager ops: concatenate (its cotangent is sliced back into the inputs),
-// stack (unsqueeze + concatenate), broadcast_in_dim (transpose + reshape + broadcast_to), the
+// stack (unsqueeze + concatenate), broadcast_in_dim (transpose + unsqueeze + broadcast_to), the
 // diagonal of a matrix and a matrix from a diagonal (each the other's adjoint), and the
 // triangles tril / triu (their own adjoints). extract_diag is a view; the kernels are
 // cpu/assemble.hpp's.
