@@ -97,14 +97,16 @@ TENFERRO_INLINE GradcheckReport gradcheck(const GradcheckFn& fn, const std::vect
   const std::size_t out_parts = is_complex(out.dtype()) ? 2 : 1;
   const C out_unit[2] = {C(1), C(0, 1)};
 
-  // Numeric columns, with recording off.
+  // Numeric columns, at inputs that track grad, recording on: a function that differentiates
+  // inside (a gradient, a Hessian-vector product) is evaluated as it is used.
   g::numeric_jacobian numeric;
   {
-    NoGradGuard guard;
     std::vector<EagerTensor> at;
     for (const auto& x : inputs) {
-      const bool d = g::differentiable(x.dtype()) && options.wide_differences;
-      at.push_back(d ? rt->constant_from(cpu::cast(x.materialized(), g::wide(x.dtype()))) : x.detach());
+      const bool d = g::differentiable(x.dtype());
+      const Tensor v =
+          d && options.wide_differences ? cpu::cast(x.materialized(), g::wide(x.dtype())) : x.materialized();
+      at.push_back(d ? rt->variable_from(v) : x.detach());
     }
     numeric.columns.resize(inputs.size());
     for (std::size_t k = 0; k < inputs.size(); ++k) {
@@ -147,7 +149,8 @@ TENFERRO_INLINE GradcheckReport gradcheck(const GradcheckFn& fn, const std::vect
                       c == 1,
                       analytic,
                       numeric_entry,
-                      excess};
+                      excess,
+                      {}};
     }
   };
 
