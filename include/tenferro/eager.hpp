@@ -8,10 +8,13 @@
 // "Compile time").
 #pragma once
 
+#include <tenferro/ad/einsum.hpp>
 #include <tenferro/ad/gradcheck.hpp>
 #include <tenferro/ad/tensor.hpp>
 #include <tenferro/core/detail/config.hpp>
 #if TENFERRO_HEADER_ONLY  // else compiled once by <tenferro/separate_compilation.hpp>
 #include <tenferro/ad/ops.hpp>
 #include <tenferro/ad/transforms.hpp>
+#include <tenferro/ad/einsum_impl.hpp>
+#include <tenferro/ad/extension_impl.hpp>
 #endif

@@ -77,6 +77,7 @@ namespace detail::ad {
 
 class node;
 struct tensor_state;
+struct extension_entry;  // ad/extension.hpp
 
 // What a pass of deferred fusion may treat specially (ad/deferred.hpp): the halves of a pair of ops
 // (expr ops' `paired_with`: sin and cos of one input come out of one sincos); a product with a fill
@@ -122,6 +123,8 @@ struct op_def {
   // True when backward() should run vjp_traced with recording off (large elementwise ops: their
   // rules are then deferred too and fuse across the sweep); nullptr: never.
   bool (*defers_vjp)(const node&, const tensor_state& output, const EagerTensor& cotangent) = nullptr;
+  // An extension op's definition (its rules dispatch to it); nullptr for the built-in ops.
+  const extension_entry* extension = nullptr;
 };
 
 // An entry's derivative rules: the static functions vjp, vjp_traced, jvp, jvp_traced and

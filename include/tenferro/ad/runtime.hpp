@@ -6,33 +6,68 @@
 // runtime may be used from several threads; recording is per thread (no_grad is thread-local).
 #pragma once
 
+#include <tenferro/ad/extension.hpp>
 #include <tenferro/ad/state.hpp>
 #include <tenferro/core/context_id.hpp>
 #include <tenferro/cpu/backend.hpp>
 #include <tenferro/cpu/session.hpp>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace tenferro {
 
-// Derivative rules beyond the built-in ops (extension families register theirs here). The built-in
-// ops need none: AdContext::builder().build() is the default.
+// Derivative rules for extension ops, given by the user: a runtime built with this context uses
+// them in place of the rules the ops' modules register, rule by rule (a vjp given replaces the
+// module's vjp, and likewise the jvp; ad/extension.hpp). The built-in ops need
+// none: AdContext::builder().build() is the default. Copies share their rules.
 class AdContext {
  public:
+  using rule_map = std::map<std::string, ExtensionRules, std::less<>>;
+
   class Builder {
    public:
-    AdContext build() const { return AdContext(); }
+    // Rules for the extension op `op`. Throws NotUnique naming the op when it already has rules.
+    Builder& with_extension_rules(std::string op, ExtensionRules rules) {
+      if (rules_.contains(op)) {
+        throw_error(ErrorKind::NotUnique, "AdContext::Builder::with_extension_rules",
+                    {"the extension op '", op, "' already has rules in this context"});
+      }
+      rules_.emplace(std::move(op), std::move(rules));
+      return *this;
+    }
+    AdContext build() const { return AdContext(std::make_shared<const rule_map>(rules_)); }
+
+   private:
+    rule_map rules_;
   };
   static Builder builder() { return Builder(); }
 
+  // The rules given for `op`, or nullptr.
+  const ExtensionRules* extension_rules(std::string_view op) const {
+    auto it = rules_->find(op);
+    return it == rules_->end() ? nullptr : &it->second;
+  }
+
  private:
-  AdContext() = default;
+  explicit AdContext(std::shared_ptr<const rule_map> rules) : rules_(std::move(rules)) {}
+  std::shared_ptr<const rule_map> rules_;
+};
+
+// What each cache of a runtime holds and has done (docs/caches.md).
+struct EagerRuntimeCacheStats {
+  CacheStats extensions;
+  friend bool operator==(const EagerRuntimeCacheStats&, const EagerRuntimeCacheStats&) = default;
 };
 
 class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
@@ -98,6 +133,41 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
     });
   }
 
+  // Extensions (ad/extension.hpp, docs/extensions.md).
+  //
+  // Installs `module`, or replaces the module installed under its id, and returns the new epoch;
+  // the module installed already returns the current epoch unchanged. Concurrent installs are
+  // serialized. Throws NotUnique when an op or family of the module belongs to another module or an
+  // op name comes twice; Extension when the module registers an op without a forward kernel or a
+  // name. Nothing changes when it throws. (An op's node key names it "family/op", apart from
+  // every built-in op.)
+  RuntimeEpoch install_extension_module(std::shared_ptr<ExtensionModule> module);
+  RuntimeEpoch epoch() const;
+  // Runs the extension op `op` of `family` on `inputs` (one runtime: this one) and records it while
+  // recording is on. Throws Extension ("missing extension module") when no installed module
+  // provides the family, and when it has no such op.
+  EagerTensor call_extension(std::string_view family, std::string_view op,
+                             std::span<const EagerTensor> inputs, const OpAttributes& attributes = {});
+  // Runs f(ExtensionExecutionContext&) in a backend session (entered first) with this runtime's
+  // extension caches, and returns f's result.
+  template <class F>
+  decltype(auto) with_extension_execution_context(F&& f) const {
+    return with_execution_session([&](BackendSession& session) -> decltype(auto) {
+      ExtensionExecutionContext ctx(session, extension_caches_);
+      return std::forward<F>(f)(ctx);
+    });
+  }
+
+  // Caches (docs/caches.md). Thread-safe.
+  EagerRuntimeCacheStats cache_stats() const { return {extension_caches_.stats()}; }
+  void clear_extension_caches() { extension_caches_.clear(); }
+  void clear_caches() { clear_extension_caches(); }
+  ExtensionCacheLimits extension_cache_limits() const { return extension_caches_.limits(); }
+  // Throws InvalidArgument when a limit is zero.
+  void set_extension_cache_limits(const ExtensionCacheLimits& limits) {
+    extension_caches_.set_limits(limits);
+  }
+
   friend std::ostream& operator<<(std::ostream& os, const EagerRuntime& rt) {
     return os << "EagerRuntime(id=" << rt.id_ << ", backend=cpu, threads=" << rt.backend_.threads()
               << ", live gradient slots=" << rt.live_slots().size() << ")";
@@ -129,9 +199,29 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
     return out;
   }
 
+  // What install_extension_module set up (ad/extension_impl.hpp). Every op_def ever installed is
+  // kept: nodes recorded before a module was replaced still point at theirs.
+  struct installed_module {
+    std::shared_ptr<ExtensionModule> module;
+    std::vector<std::string> families;
+  };
+  struct extension_op {
+    std::string family;
+    const detail::ad::op_def* def;
+  };
+
   CpuBackend backend_;
   AdContext ad_;
   ContextId id_;
+  mutable std::shared_mutex extensions_mutex_;  // readers: call_extension; writer: install
+  std::mutex install_mutex_;
+  RuntimeEpoch epoch_;
+  std::map<std::string, installed_module, std::less<>> modules_;
+  std::map<std::string, extension_op, std::less<>> extension_ops_;
+  std::map<std::string, std::string, std::less<>> family_owner_;  // family -> module id
+  std::vector<std::unique_ptr<detail::ad::op_def>> extension_defs_;
+  std::vector<std::unique_ptr<detail::ad::extension_entry>> extension_entries_;
+  mutable ExtensionCacheStore extension_caches_;
   mutable std::mutex slots_mutex_;
   mutable std::mutex fusion_mutex_;
   std::vector<std::weak_ptr<detail::ad::grad_slot>> slots_;
