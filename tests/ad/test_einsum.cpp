@@ -212,6 +212,57 @@ TEST_CASE("einsum differentiates twice: the gradient of a gradient", "[einsum]")
   const auto r = gradcheck(grad_of_quadratic, {x0});
   INFO(r);
   CHECK(r.passed);
+
+  // Through diagonals and broadcast axes, whose vjps make labels of their own: d/dA of
+  // tr(A) tr(B) is tr(B) I, and its derivatives in A and B (a vjp of a vjp).
+  const auto a2 = ctx->constant_from(random_tensor({2, 2}, rng));
+  const auto b3 = ctx->constant_from(random_tensor({3, 3}, rng));
+  auto grad_in_a = [&](const std::string& sub) {
+    return [&ctx, sub](const V& in) { return ctx->grad(einsum(sub, in), in[0]); };
+  };
+  const auto gd = grad_in_a("ii,jj->")({ctx->variable_from(a2.materialized()), b3});
+  const auto bv = as_doubles(b3.materialized());
+  const double trace_b = bv[0] + bv[4] + bv[8];
+  CHECK(as_doubles(gd.materialized()) == std::vector<double>{trace_b, 0, 0, trace_b});
+  auto rd = gradcheck(grad_in_a("ii,jj->"), {a2, b3});
+  INFO(rd);
+  CHECK(rd.passed);
+  rd = gradcheck(grad_in_a("...ii,...ii->"), {ctx->constant_from(random_tensor({1, 2, 2}, rng)),
+                                              ctx->constant_from(random_tensor({3, 2, 2}, rng))});
+  INFO(rd);
+  CHECK(rd.passed);
+}
+
+TEST_CASE("einsum with complex diagonals, mixed real and complex operands, and empty axes", "[einsum]") {
+  auto ctx = EagerRuntime::create();
+  const auto z =
+      ctx->constant_from(Tensor::from_vec_col_major<C>({2, 2}, {C(1, 2), C(0, 1), C(-1, 0.5), C(2, -1)}));
+  const auto w = ctx->constant_from(Tensor::from_vec_col_major<C>({2}, {C(0.5, -1), C(1, 1)}));
+  const auto m = ctx->constant_from(Tensor::from_vec_col_major<double>({2, 2}, {0.5, -1, 2, 0.25}));
+  for (const auto& [sub, operands] : std::vector<std::pair<std::string, V>>{
+           {"ii,i->i", {z, w}}, {"ij,j->i", {m, w}}, {"ij,ii->j", {m, z}}}) {
+    INFO(sub);
+    const std::string s = sub;
+    const auto r = gradcheck([s](const V& in) { return einsum(s, in); }, operands);
+    INFO(r);
+    CHECK(r.passed);
+  }
+  // The real operand's cotangent is real (the real part, PyTorch's convention).
+  const auto mv = ctx->variable_from(m.materialized());
+  const auto g = ctx->vjp(einsum("ij,j->i", {mv, w}), mv, ctx->constant_from(Tensor::ones({2}, DType::C64)));
+  CHECK(g.dtype() == DType::F64);
+
+  // Empty axes: a sum over nothing is 0; an output with an empty axis is empty, also broadcast.
+  const auto e = ctx->constant_from(Tensor::ones({2, 0}));
+  const auto f = ctx->constant_from(Tensor::ones({0, 3}));
+  CHECK(values_of<double>(einsum("ij,jk->ik", {e, f})) == std::vector<double>(6, 0.0));
+  CHECK(einsum("ij,jk->ji", {e, f}).shape() == Shape{0, 2});
+  const auto r0 = einsum(
+      "...i,...i->...", {ctx->constant_from(Tensor::ones({0, 3})), ctx->constant_from(Tensor::ones({1, 3}))});
+  CHECK(r0.shape() == Shape{0});
+  const auto ev = ctx->variable_from(Tensor::ones({2, 0}));
+  einsum("ij,jk->", {ev, f}).backward();
+  CHECK(ev.grad()->shape() == Shape{2, 0});
 }
 
 TEST_CASE("einsum records one node and caches its path per subscripts and shapes", "[einsum]") {

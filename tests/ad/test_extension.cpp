@@ -38,11 +38,12 @@ class Activations final : public ExtensionModule {
       const Tensor y = s.log(s.add(Tensor::ones(in[0].shape(), in[0].dtype()), s.exp(in[0])));
       return scale == 1.0 ? y : s.mul(y, Tensor::full(in[0].shape(), scale, in[0].dtype()));
     };
-    softplus.rules.vjp = [](const ExtensionCall& call, const EagerTensor& cot, const std::vector<bool>&) {
-      return std::vector<std::optional<EagerTensor>>{cot * call.inputs[0].sigmoid()};
+    softplus.rules.vjp = [scale](const ExtensionCall& call, const EagerTensor& cot,
+                                 const std::vector<bool>&) {
+      return std::vector<std::optional<EagerTensor>>{cot * call.inputs[0].sigmoid() * scale};
     };
-    softplus.rules.jvp = [](const ExtensionCall& call, std::span<const EagerTensor* const> t) {
-      return *t[0] * call.inputs[0].sigmoid();
+    softplus.rules.jvp = [scale](const ExtensionCall& call, std::span<const EagerTensor* const> t) {
+      return *t[0] * call.inputs[0].sigmoid() * scale;
     };
     r.add_op(std::move(softplus));
     r.add_cache("demo.activations", "tables");
@@ -126,11 +127,16 @@ TEST_CASE("installing: the same module keeps the epoch, a replacement moves it",
   CHECK(ctx->install_extension_module(module).value == 2);
   const auto x = EagerTensor::requires_grad_in(Tensor::from_vec_col_major<double>({1}, {0}), ctx);
   const auto before = softplus(x);
-  // A replacement under the same id: new results, while the node recorded before keeps its rules.
+  // A replacement under the same id: new results and rules, while the node recorded before keeps
+  // its module's rules (and the module stays alive for it).
   CHECK(ctx->install_extension_module(std::make_shared<Activations>(2.0)).value == 3);
-  CHECK(values_of<double>(softplus(x))[0] == Approx(2 * std::log(2.0)));
+  const auto after = softplus(x);
+  CHECK(values_of<double>(after)[0] == Approx(2 * std::log(2.0)));
   before.backward();
   CHECK(as_doubles(*x.grad())[0] == Approx(0.5));
+  ctx->clear_grads();
+  after.backward();
+  CHECK(as_doubles(*x.grad())[0] == Approx(1.0));
   // Another runtime has its own extensions.
   auto other = EagerRuntime::create();
   const auto z = other->constant_from(Tensor::ones({1}));
@@ -182,6 +188,8 @@ TEST_CASE("bad modules are refused and change nothing", "[extension][errors]") {
   CHECK(kind_of(install([&](auto& r) {
           r.add_op(ExtensionOp{"demo.bad", "g", 1, {}, {}});
         })) == ErrorKind::Extension);
+  CHECK(kind_of(install([&](auto& r) { r.add_op(op_named("demo.bad", "a/b")); })) == ErrorKind::Extension);
+  CHECK(kind_of(install([&](auto& r) { r.add_op(op_named("demo/bad", "c")); })) == ErrorKind::Extension);
   CHECK(kind_of([&] { ctx->install_extension_module(nullptr); }) == ErrorKind::InvalidArgument);
   CHECK(ctx->epoch().value == 2);
   const auto x = ctx->constant_from(Tensor::zeros({1}));
@@ -270,13 +278,31 @@ TEST_CASE("extension caches count, evict, clear and check their keys", "[extensi
               [&](ExtensionExecutionContext& e) { return e.caches().find<double>(k1); });
         }) == ErrorKind::Extension);
 
+  // A value larger than max_bytes is not kept, and the others stay.
+  CHECK(ctx->with_extension_execution_context([&](ExtensionExecutionContext& e) {
+    return *e.caches().get_or_insert<int>(
+        k2, [] { return 21; }, 2048);
+  }) == 21);
+  s = ctx->cache_stats().extensions;
+  CHECK(s.entries == 1);
+  CHECK(s.evictions == 3);
+  CHECK(get(k1, 14) == 12);
+
   ctx->clear_caches();
   CHECK(ctx->cache_stats().extensions.entries == 0);
   CHECK(ctx->cache_stats().extensions.clears == 1);
-  // Replacing the module drops its family's entries (they may be stale).
+  // Replacing the module drops its family's entries (they may be stale), and a call that began
+  // before the replacement keeps nothing after it.
   CHECK(get(k1, 13) == 13);
   ctx->install_extension_module(std::make_shared<Activations>(3.0));
   CHECK(ctx->cache_stats().extensions.entries == 0);
+  CHECK(ctx->with_extension_execution_context([&](ExtensionExecutionContext& e) {
+    ctx->install_extension_module(std::make_shared<Activations>(4.0));
+    return *e.caches().get_or_insert<int>(k1, [] { return 15; });
+  }) == 15);
+  CHECK(ctx->cache_stats().extensions.entries == 0);
+  CHECK(get(k1, 16) == 16);
+  CHECK(ctx->cache_stats().extensions.entries == 1);
   // An exception thrown by the callback comes out unchanged.
   CHECK_THROWS_AS(ctx->with_extension_execution_context(
                       [](ExtensionExecutionContext&) -> int { throw std::out_of_range("mine"); }),
@@ -309,5 +335,34 @@ TEST_CASE("extension caches and calls are safe from several threads", "[extensio
   CHECK(wrong == 0);
   const auto s = ctx->cache_stats().extensions;
   CHECK(s.hits + s.misses == 4 * per_thread);
+  CHECK(made == static_cast<int>(s.misses));
   CHECK(s.clears == per_thread / 50);
+}
+
+TEST_CASE("calls go on while a module is replaced from another thread", "[extension][threads]") {
+  auto ctx = EagerRuntime::create();
+  ctx->install_extension_module(std::make_shared<Activations>(1.0));
+  const auto x = ctx->constant_from(Tensor::from_vec_col_major<double>({1}, {0}));
+  std::atomic<bool> done{false};
+  std::atomic<int> wrong{0}, calls{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 2; ++t) {
+    callers.emplace_back([&] {
+      while (!done) {
+        try {
+          const double v = softplus(x).materialized().as_slice<double>()[0] / std::log(2.0);
+          if (std::abs(v - 1) > 1e-12 && std::abs(v - 2) > 1e-12) ++wrong;  // one module or the other
+          ++calls;
+        } catch (const Error&) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (int i = 0; i < 100; ++i) ctx->install_extension_module(std::make_shared<Activations>(1.0 + (i % 2)));
+  while (calls < 100) std::this_thread::yield();
+  done = true;
+  for (auto& t : callers) t.join();
+  CHECK(wrong == 0);
+  CHECK(ctx->epoch().value == 102);
 }

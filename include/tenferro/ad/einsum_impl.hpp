@@ -12,13 +12,16 @@
 #include <tenferro/cpu/reduce.hpp>
 
 #include <algorithm>
-#include <sstream>
+#include <charconv>
+#include <string>
 
 namespace tenferro {
 
 namespace detail::einsum {
 
 inline constexpr std::string_view path_cache = "paths";
+
+inline bool contains(const labels& ls, std::int64_t l) { return std::ranges::find(ls, l) != ls.end(); }
 
 // ints: the number of operands, then each operand's labels and the output's, each after its length.
 inline OpAttributes encode(const einsum_spec& spec) {
@@ -58,17 +61,30 @@ inline einsum_spec decode(const OpAttributes& a) {
   for (std::int64_t k = 0; k < operands; ++k) spec.inputs.push_back(take_labels());
   spec.output = take_labels();
   if (at != a.ints.size()) bad();
+  for (const std::int64_t l : spec.output) {  // what parse guarantees, for attributes made elsewhere
+    const bool used = std::ranges::any_of(spec.inputs, [&](const labels& in) { return contains(in, l); });
+    if (!used || std::ranges::count(spec.output, l) != 1) {
+      throw_error(ErrorKind::Validation, op_name,
+                  {"the output label '", label_text(l), "' is ", used ? "repeated" : "in no operand"});
+    }
+  }
   return spec;
 }
 
-inline bool contains(const labels& ls, std::int64_t l) { return std::ranges::find(ls, l) != ls.end(); }
-
 // What the path cache is keyed by: the labels and the shapes.
 inline std::string discriminator(const OpAttributes& a, std::span<const Shape> shapes) {
-  std::ostringstream os;
-  for (const std::int64_t i : a.ints) os << i << ' ';
-  for (const Shape& s : shapes) os << format_shape(s);
-  return os.str();
+  std::string out;
+  char digits[24];
+  auto put = [&](auto v, char separator) {
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+    out += separator;
+  };
+  for (const std::int64_t i : a.ints) put(i, ' ');
+  for (const Shape& s : shapes) {
+    out += '|';
+    for (const std::size_t e : s) put(e, ',');
+  }
+  return out;
 }
 
 // The forward kernel: each operand with its diagonals taken, its broadcast axes dropped and its
@@ -206,7 +222,12 @@ inline std::vector<std::optional<EagerTensor>> vjp(const ExtensionCall& call, co
       ops.push_back(EagerTensor::from_tensor_in(cpu::cast(std::move(t), x.dtype()), rt));
       g.inputs.push_back(std::move(l));
     };
+    // New labels above every label in use (a vjp of a vjp has labels from fresh_label on already).
     std::int64_t fresh = fresh_label;
+    for (const std::int64_t l : spec.output) fresh = std::max(fresh, l + 1);
+    for (const labels& ls : spec.inputs) {
+      for (const std::int64_t l : ls) fresh = std::max(fresh, l + 1);
+    }
     labels seen;
     for (std::size_t a = 0; a < shapes[k].size(); ++a) {
       const std::int64_t l = spec.inputs[k][a];

@@ -183,8 +183,12 @@ inline std::vector<std::pair<std::int64_t, std::size_t>> label_extents(const ein
   return ext;
 }
 
+// The extent of label l; throws Validation when no operand has it.
 inline std::size_t extent_of(const std::vector<std::pair<std::int64_t, std::size_t>>& ext, std::int64_t l) {
-  return std::ranges::find(ext, l, &std::pair<std::int64_t, std::size_t>::first)->second;
+  auto it = std::ranges::find(ext, l, &std::pair<std::int64_t, std::size_t>::first);
+  if (it == ext.end())
+    throw_error(ErrorKind::Validation, op_name, {"no operand has the label '", label_text(l), "'"});
+  return it->second;
 }
 
 // The pairwise contractions, in order: each takes two operands of the current list (positions)

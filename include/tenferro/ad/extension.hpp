@@ -57,16 +57,18 @@ struct extension_cache_key_hash {
 };
 }  // namespace detail
 
-// The extension caches of one runtime (LRU, limited by ExtensionCacheLimits). Thread-safe; its
-// lock is held only while an entry is looked up or stored, never while a value is made.
-class ExtensionCacheStore {
+namespace detail {
+
+// The extension caches of one runtime (LRU, limited by ExtensionCacheLimits): which (family, cache)
+// pairs installed modules registered, and since which epoch each family's module is the one
+// installed. A value made under an older epoch than its family's is returned but not kept, so a
+// call still running when its module is replaced never leaves a value of the old module behind.
+// Lock order: the registrations' mutex, then the LRU's; neither is held while a value is made.
+class extension_cache_table {
  public:
-  // The value under key, or make()'s (a T, or a shared_ptr to one), kept under key with `bytes`
-  // declared retained. A lookup counts as a hit or a miss. Throws Extension when the key's cache is
-  // not registered by an installed module, or when the value under key is not a T.
   template <class T, class Make>
-  std::shared_ptr<const T> get_or_insert(const ExtensionCacheKey& key, Make&& make,
-                                         std::size_t bytes = sizeof(T)) {
+  std::shared_ptr<const T> get_or_insert(const ExtensionCacheKey& key, Make&& make, std::size_t bytes,
+                                         RuntimeEpoch epoch) {
     check_registered(key);
     if (auto hit = cache_.find(key)) return cast<T>(*hit, key);
     std::shared_ptr<const T> made;
@@ -75,9 +77,10 @@ class ExtensionCacheStore {
     } else {
       made = std::make_shared<const T>(make());
     }
+    const std::lock_guard lock(mutex_);
+    if (!current(key, epoch)) return made;
     return cast<T>(cache_.insert(key, stored{made, typeid(T)}, bytes), key);
   }
-  // The value under key, or nullptr (a lookup: counts as a hit or a miss).
   template <class T>
   std::shared_ptr<const T> find(const ExtensionCacheKey& key) {
     check_registered(key);
@@ -87,15 +90,17 @@ class ExtensionCacheStore {
 
   CacheStats stats() const { return cache_.stats(); }
   void clear() { cache_.clear(); }
-  ExtensionCacheLimits limits() const { return cache_.limits(); }
-  void set_limits(const ExtensionCacheLimits& l) {
-    detail::check_cache_limits("set_extension_cache_limits", l);
+  CacheLimits limits() const { return cache_.limits(); }
+  void set_limits(const CacheLimits& l) {
+    check_cache_limits("set_extension_cache_limits", l);
     cache_.set_limits(l);
   }
 
-  // The runtime's side: which (family, cache) pairs exist; dropping a family's entries.
-  void register_cache(std::string family, std::string cache);
-  void forget_family(std::string_view family);
+  // At `epoch`, the module owning `old_families` (none for a first install) gives way to one
+  // registering `caches`: the old families' registrations and values go, the new ones come, in one
+  // step (a lookup sees the caches before or after, never neither).
+  void replace(std::span<const std::string> old_families,
+               std::span<const std::pair<std::string, std::string>> caches, RuntimeEpoch epoch);
 
  private:
   struct stored {
@@ -108,26 +113,58 @@ class ExtensionCacheStore {
     return std::static_pointer_cast<const T>(s.value);
   }
   void check_registered(const ExtensionCacheKey& key) const;
+  bool current(const ExtensionCacheKey& key, RuntimeEpoch epoch) const;  // mutex_ held
   [[noreturn]] static void wrong_type(const ExtensionCacheKey& key);
 
-  detail::lru_cache<ExtensionCacheKey, stored, detail::extension_cache_key_hash> cache_;
-  mutable std::mutex registered_mutex_;
+  lru_cache<ExtensionCacheKey, stored, extension_cache_key_hash> cache_;
+  mutable std::mutex mutex_;
   std::vector<std::pair<std::string, std::string>> registered_;
+  std::vector<std::pair<std::string, RuntimeEpoch>> installed_at_;  // family -> its module's epoch
+};
+
+}  // namespace detail
+
+// The extension caches as a forward kernel (or a with_extension_execution_context callback) sees
+// them: thread-safe; a lookup counts as a hit or a miss.
+class ExtensionCacheStore {
+ public:
+  ExtensionCacheStore(detail::extension_cache_table& table, RuntimeEpoch epoch) noexcept
+      : table_(&table), epoch_(epoch) {}
+
+  // The value under key, or make()'s (a T, or a shared_ptr to one), kept under key with `bytes`
+  // declared retained. Throws Extension when the key's cache is not registered by an installed
+  // module, or when the value under key is not a T.
+  template <class T, class Make>
+  std::shared_ptr<const T> get_or_insert(const ExtensionCacheKey& key, Make&& make,
+                                         std::size_t bytes = sizeof(T)) const {
+    return table_->get_or_insert<T>(key, std::forward<Make>(make), bytes, epoch_);
+  }
+  // The value under key, or nullptr.
+  template <class T>
+  std::shared_ptr<const T> find(const ExtensionCacheKey& key) const {
+    return table_->find<T>(key);
+  }
+  CacheStats stats() const { return table_->stats(); }
+
+ private:
+  detail::extension_cache_table* table_;
+  RuntimeEpoch epoch_;
 };
 
 // What an extension op's forward kernel, and EagerRuntime::with_extension_execution_context's
 // callback, receive: the backend session (a CpuSession running inside the backend's arena) and the
-// runtime's extension caches. The session is entered first; the cache lock is taken per lookup.
+// runtime's extension caches, as of the epoch the call began in. The session is entered first; the
+// cache locks are taken per lookup.
 class ExtensionExecutionContext {
  public:
-  ExtensionExecutionContext(BackendSession& backend, ExtensionCacheStore& caches) noexcept
-      : backend_(&backend), caches_(&caches) {}
+  ExtensionExecutionContext(BackendSession& backend, ExtensionCacheStore caches) noexcept
+      : backend_(&backend), caches_(caches) {}
   BackendSession& backend_mut() const noexcept { return *backend_; }
-  ExtensionCacheStore& caches() const noexcept { return *caches_; }
+  const ExtensionCacheStore& caches() const noexcept { return caches_; }
 
  private:
   BackendSession* backend_;
-  ExtensionCacheStore* caches_;
+  ExtensionCacheStore caches_;
 };
 
 // What a derivative rule sees of a recorded extension op: its inputs, attributes and output.

@@ -12,22 +12,34 @@
 
 namespace tenferro {
 
-TENFERRO_INLINE void ExtensionCacheStore::register_cache(std::string family, std::string cache) {
-  const std::lock_guard lock(registered_mutex_);
-  std::pair<std::string, std::string> p{std::move(family), std::move(cache)};
-  if (std::ranges::find(registered_, p) == registered_.end()) registered_.push_back(std::move(p));
-}
+namespace detail {
 
-TENFERRO_INLINE void ExtensionCacheStore::forget_family(std::string_view family) {
-  {
-    const std::lock_guard lock(registered_mutex_);
-    std::erase_if(registered_, [&](const auto& p) { return p.first == family; });
+TENFERRO_INLINE void extension_cache_table::replace(
+    std::span<const std::string> old_families, std::span<const std::pair<std::string, std::string>> caches,
+    RuntimeEpoch epoch) {
+  const std::lock_guard lock(mutex_);
+  auto old = [&](std::string_view family) {
+    return std::ranges::find(old_families, family) != old_families.end();
+  };
+  std::erase_if(registered_, [&](const auto& p) { return old(p.first); });
+  cache_.evict_if([&](const ExtensionCacheKey& k) { return old(k.family); });
+  for (const auto& p : caches) {
+    if (std::ranges::find(registered_, p) == registered_.end()) registered_.push_back(p);
   }
-  cache_.evict_if([&](const ExtensionCacheKey& k) { return k.family == family; });
+  auto mark = [&](const std::string& family) {
+    auto it = std::ranges::find(installed_at_, family, &std::pair<std::string, RuntimeEpoch>::first);
+    if (it == installed_at_.end()) {
+      installed_at_.emplace_back(family, epoch);
+    } else {
+      it->second = epoch;
+    }
+  };
+  for (const std::string& family : old_families) mark(family);
+  for (const auto& p : caches) mark(p.first);
 }
 
-TENFERRO_INLINE void ExtensionCacheStore::check_registered(const ExtensionCacheKey& key) const {
-  const std::lock_guard lock(registered_mutex_);
+TENFERRO_INLINE void extension_cache_table::check_registered(const ExtensionCacheKey& key) const {
+  const std::lock_guard lock(mutex_);
   for (const auto& [family, cache] : registered_) {
     if (family == key.family && cache == key.cache) return;
   }
@@ -35,11 +47,20 @@ TENFERRO_INLINE void ExtensionCacheStore::check_registered(const ExtensionCacheK
               {"no installed module registers the cache '", key.cache, "' of family '", key.family, "'"});
 }
 
-TENFERRO_INLINE void ExtensionCacheStore::wrong_type(const ExtensionCacheKey& key) {
+TENFERRO_INLINE bool extension_cache_table::current(const ExtensionCacheKey& key, RuntimeEpoch epoch) const {
+  const bool registered =
+      std::ranges::find(registered_, std::pair{key.family, key.cache}) != registered_.end();
+  auto it = std::ranges::find(installed_at_, key.family, &std::pair<std::string, RuntimeEpoch>::first);
+  return registered && (it == installed_at_.end() || it->second <= epoch);
+}
+
+TENFERRO_INLINE void extension_cache_table::wrong_type(const ExtensionCacheKey& key) {
   throw_error(ErrorKind::Extension, "ExtensionCacheStore",
               {"the value under '", key.discriminator, "' in cache '", key.cache, "' of family '", key.family,
                "' has another type than the one asked for"});
 }
+
+}  // namespace detail
 
 namespace detail::ad {
 
@@ -127,17 +148,23 @@ TENFERRO_INLINE RuntimeEpoch EagerRuntime::epoch() const {
 TENFERRO_INLINE RuntimeEpoch EagerRuntime::install_extension_module(std::shared_ptr<ExtensionModule> module) {
   constexpr std::string_view op = "EagerRuntime::install_extension_module";
   if (!module) throw_error(ErrorKind::InvalidArgument, op, {"the module is null"});
-  const std::lock_guard install(install_mutex_);  // one install at a time; calls go on meanwhile
   const std::string id = module->module_id();
-  if (auto it = modules_.find(id); it != modules_.end() && it->second.module == module) return epoch();
-
+  {  // installed already (every call of a wrapper that ensures its module): readers only
+    const std::shared_lock lock(extensions_mutex_);
+    if (auto it = modules_.find(id); it != modules_.end() && it->second.module == module) return epoch_;
+  }
   ExtensionRegistrar registrar;
-  module->configure(registrar);
+  module->configure(registrar);                   // before the lock: configure may use the runtime
+  const std::lock_guard install(install_mutex_);  // one install at a time; calls go on meanwhile
+  if (auto it = modules_.find(id); it != modules_.end() && it->second.module == module) return epoch();
   // Check everything before changing anything.
   std::vector<std::string> families;
   auto claim_family = [&](const std::string& family) {
-    if (family.empty())
-      throw_error(ErrorKind::Extension, op, {"module '", id, "' registers an empty family id"});
+    if (family.empty() || family.find('/') != std::string::npos) {
+      throw_error(
+          ErrorKind::Extension, op,
+          {"module '", id, "' registers the family id '", family, "': it must be non-empty and without '/'"});
+    }
     if (auto owner = family_owner_.find(family); owner != family_owner_.end() && owner->second != id) {
       throw_error(ErrorKind::NotUnique, op,
                   {"family '", family, "' of module '", id, "' belongs to the installed module '",
@@ -148,9 +175,10 @@ TENFERRO_INLINE RuntimeEpoch EagerRuntime::install_extension_module(std::shared_
   for (std::size_t i = 0; i < registrar.ops().size(); ++i) {
     const ExtensionOp& x = registrar.ops()[i];
     claim_family(x.family);
-    if (x.name.empty() || !x.forward) {
+    if (x.name.empty() || x.name.find('/') != std::string::npos || !x.forward) {
       throw_error(ErrorKind::Extension, op,
-                  {"op ", i, " of module '", id, "' has ", x.name.empty() ? "no name" : "no forward kernel"});
+                  {"op ", i, " ('", x.name, "') of module '", id, "' has ",
+                   x.forward ? "a name that is empty or holds '/'" : "no forward kernel"});
     }
     auto taken = extension_ops_.find(x.name);
     const bool other_module = taken != extension_ops_.end() && family_owner_.at(taken->second.family) != id;
@@ -185,22 +213,24 @@ TENFERRO_INLINE RuntimeEpoch EagerRuntime::install_extension_module(std::shared_
   }
 
   const std::unique_lock lock(extensions_mutex_);
+  const RuntimeEpoch next{epoch_.value + 1};
+  std::vector<std::string> old_families;
   if (auto old = modules_.find(id); old != modules_.end()) {  // replace: drop the old module's ops and caches
-    for (const std::string& family : old->second.families) {
-      family_owner_.erase(family);
-      extension_caches_.forget_family(family);
-    }
+    old_families = old->second.families;
+    for (const std::string& family : old_families) family_owner_.erase(family);
     std::erase_if(extension_ops_, [&](const auto& kv) { return !family_owner_.contains(kv.second.family); });
+    // Calls in flight and recorded nodes may still run the old module's kernels and rules.
+    retired_modules_.push_back(std::move(old->second.module));
   }
+  extension_caches_.replace(old_families, registrar.caches(), next);
   for (const std::string& family : families) family_owner_[family] = id;
   for (std::size_t i = 0; i < defs.size(); ++i) {
     extension_ops_[registrar.ops()[i].name] = extension_op{registrar.ops()[i].family, defs[i].get()};
   }
-  for (const auto& [family, cache] : registrar.caches()) extension_caches_.register_cache(family, cache);
   for (auto& d : defs) extension_defs_.push_back(std::move(d));
   for (auto& e : entries) extension_entries_.push_back(std::move(e));
   modules_[id] = installed_module{std::move(module), std::move(families)};
-  ++epoch_.value;
+  epoch_ = next;
   return epoch_;
 }
 
@@ -214,6 +244,7 @@ TENFERRO_INLINE EagerTensor EagerRuntime::call_extension(std::string_view family
                                                          std::span<const EagerTensor> inputs,
                                                          const OpAttributes& attributes) {
   const detail::ad::op_def* def = nullptr;
+  RuntimeEpoch epoch;  // the def's: what its forward may keep in the caches
   {
     const std::shared_lock lock(extensions_mutex_);
     auto it = extension_ops_.find(op);
@@ -226,6 +257,7 @@ TENFERRO_INLINE EagerTensor EagerRuntime::call_extension(std::string_view family
       throw_error(ErrorKind::Extension, op, {"the installed family '", family, "' has no op of this name"});
     }
     def = it->second.def;
+    epoch = epoch_;
   }
   const ExtensionOp& x = def->extension->op;
   if (inputs.empty() || (x.arity != 0 && inputs.size() != x.arity)) {
@@ -242,8 +274,8 @@ TENFERRO_INLINE EagerTensor EagerRuntime::call_extension(std::string_view family
   std::vector<Tensor> values;
   values.reserve(inputs.size());
   for (const EagerTensor& v : inputs) values.push_back(v.state()->value());
-  Tensor value = with_extension_execution_context(
-      [&](ExtensionExecutionContext& ctx) { return x.forward(ctx, values, attributes); });
+  Tensor value = in_extension_context(
+      epoch, [&](ExtensionExecutionContext& ctx) { return x.forward(ctx, values, attributes); });
   const bool record =
       detail::ad::should_record(inputs) && (is_floating(value.dtype()) || is_complex(value.dtype()));
   return detail::ad::make_result(std::move(value), rt, record,

@@ -149,13 +149,10 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   EagerTensor call_extension(std::string_view family, std::string_view op,
                              std::span<const EagerTensor> inputs, const OpAttributes& attributes = {});
   // Runs f(ExtensionExecutionContext&) in a backend session (entered first) with this runtime's
-  // extension caches, and returns f's result.
+  // extension caches, and returns f's result (an exception from f comes out unchanged).
   template <class F>
   decltype(auto) with_extension_execution_context(F&& f) const {
-    return with_execution_session([&](BackendSession& session) -> decltype(auto) {
-      ExtensionExecutionContext ctx(session, extension_caches_);
-      return std::forward<F>(f)(ctx);
-    });
+    return in_extension_context(epoch(), std::forward<F>(f));
   }
 
   // Caches (docs/caches.md). Thread-safe.
@@ -221,7 +218,17 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   std::map<std::string, std::string, std::less<>> family_owner_;  // family -> module id
   std::vector<std::unique_ptr<detail::ad::op_def>> extension_defs_;
   std::vector<std::unique_ptr<detail::ad::extension_entry>> extension_entries_;
-  mutable ExtensionCacheStore extension_caches_;
+  std::vector<std::shared_ptr<ExtensionModule>> retired_modules_;  // replaced; their ops may still run
+  mutable detail::extension_cache_table extension_caches_;
+
+  // with_extension_execution_context, for a call that began at `epoch`.
+  template <class F>
+  decltype(auto) in_extension_context(RuntimeEpoch epoch, F&& f) const {
+    return with_execution_session([&](BackendSession& session) -> decltype(auto) {
+      ExtensionExecutionContext ctx(session, ExtensionCacheStore(extension_caches_, epoch));
+      return std::forward<F>(f)(ctx);
+    });
+  }
   mutable std::mutex slots_mutex_;
   mutable std::mutex fusion_mutex_;
   std::vector<std::weak_ptr<detail::ad::grad_slot>> slots_;

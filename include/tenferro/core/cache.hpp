@@ -59,7 +59,8 @@ inline void check_cache_limits(std::string_view op, const CacheLimits& l) {
 }
 
 // The least-recently-used cache. Values are returned by copy (make them shared_ptrs to share).
-// An entry larger than max_bytes is not kept (its insert counts as an eviction).
+// An entry larger than max_bytes is not kept (its insert counts as an eviction; the entries
+// already kept stay).
 template <class Key, class Value, class Hash = std::hash<Key>>
 class lru_cache {
  public:
@@ -83,6 +84,10 @@ class lru_cache {
   Value insert(const Key& k, Value v, std::size_t bytes) {
     const std::lock_guard lock(mutex_);
     if (auto it = index_.find(k); it != index_.end()) return it->second->value;
+    if (bytes > limits_.max_bytes) {  // never kept, and not at the others' expense
+      ++stats_.evictions;
+      return v;
+    }
     order_.push_front(entry{k, std::move(v), bytes});
     index_.emplace(k, order_.begin());
     stats_.retained_bytes += bytes;
