@@ -22,35 +22,44 @@ namespace {
 using V = std::vector<EagerTensor>;
 
 // softplus(x) = log(1 + exp(x)), d/dx = sigmoid(x): one op of the family "demo.activations".
+// The kernels and rules read the module's own scale (through `this`: the runtime must keep a
+// replaced module alive for the nodes recorded with it); with `cached`, the forward takes the scale
+// through the family's cache, so a value of another module would show in the result.
 class Activations final : public ExtensionModule {
  public:
-  explicit Activations(double scale = 1.0) : scale_(scale) {}
+  explicit Activations(double scale = 1.0, bool cached = false) : scale_(scale), cached_(cached) {}
   std::string module_id() const override { return "demo.activations"; }
   void configure(ExtensionRegistrar& r) const override {
     ExtensionOp softplus;
     softplus.family = "demo.activations";
     softplus.name = "softplus";
     softplus.arity = 1;
-    const double scale = scale_;
-    softplus.forward = [scale](ExtensionExecutionContext& ctx, std::span<const Tensor> in,
-                               const OpAttributes&) {
+    softplus.forward = [this](ExtensionExecutionContext& ctx, std::span<const Tensor> in,
+                              const OpAttributes&) {
       BackendSession& s = ctx.backend_mut();
       const Tensor y = s.log(s.add(Tensor::ones(in[0].shape(), in[0].dtype()), s.exp(in[0])));
+      double scale = scale_;
+      if (cached_) {
+        scale = *ctx.caches().get_or_insert<double>({"demo.activations", "scales", "scale"},
+                                                    [this] { return scale_; });
+        if (scale != scale_) scale = std::nan("");  // another module's value
+      }
       return scale == 1.0 ? y : s.mul(y, Tensor::full(in[0].shape(), scale, in[0].dtype()));
     };
-    softplus.rules.vjp = [scale](const ExtensionCall& call, const EagerTensor& cot,
-                                 const std::vector<bool>&) {
-      return std::vector<std::optional<EagerTensor>>{cot * call.inputs[0].sigmoid() * scale};
+    softplus.rules.vjp = [this](const ExtensionCall& call, const EagerTensor& cot, const std::vector<bool>&) {
+      return std::vector<std::optional<EagerTensor>>{cot * call.inputs[0].sigmoid() * scale_};
     };
-    softplus.rules.jvp = [scale](const ExtensionCall& call, std::span<const EagerTensor* const> t) {
-      return *t[0] * call.inputs[0].sigmoid() * scale;
+    softplus.rules.jvp = [this](const ExtensionCall& call, std::span<const EagerTensor* const> t) {
+      return *t[0] * call.inputs[0].sigmoid() * scale_;
     };
     r.add_op(std::move(softplus));
     r.add_cache("demo.activations", "tables");
+    r.add_cache("demo.activations", "scales");
   }
 
  private:
   double scale_;
+  bool cached_;
 };
 
 // A module of one op with neither rules nor a name clash.
@@ -122,14 +131,17 @@ TEST_CASE("an extension op runs, records one node and differentiates", "[extensi
 
 TEST_CASE("installing: the same module keeps the epoch, a replacement moves it", "[extension]") {
   auto ctx = EagerRuntime::create();
-  const auto module = std::make_shared<Activations>();
+  auto module = std::make_shared<Activations>();
   CHECK(ctx->install_extension_module(module).value == 2);
   CHECK(ctx->install_extension_module(module).value == 2);
   const auto x = EagerTensor::requires_grad_in(Tensor::from_vec_col_major<double>({1}, {0}), ctx);
   const auto before = softplus(x);
   // A replacement under the same id: new results and rules, while the node recorded before keeps
   // its module's rules (and the module stays alive for it).
+  std::weak_ptr<ExtensionModule> first = module;
+  module.reset();
   CHECK(ctx->install_extension_module(std::make_shared<Activations>(2.0)).value == 3);
+  CHECK_FALSE(first.expired());
   const auto after = softplus(x);
   CHECK(values_of<double>(after)[0] == Approx(2 * std::log(2.0)));
   before.backward();
@@ -341,7 +353,7 @@ TEST_CASE("extension caches and calls are safe from several threads", "[extensio
 
 TEST_CASE("calls go on while a module is replaced from another thread", "[extension][threads]") {
   auto ctx = EagerRuntime::create();
-  ctx->install_extension_module(std::make_shared<Activations>(1.0));
+  ctx->install_extension_module(std::make_shared<Activations>(1.0, true));
   const auto x = ctx->constant_from(Tensor::from_vec_col_major<double>({1}, {0}));
   std::atomic<bool> done{false};
   std::atomic<int> wrong{0}, calls{0};
@@ -359,10 +371,37 @@ TEST_CASE("calls go on while a module is replaced from another thread", "[extens
       }
     });
   }
-  for (int i = 0; i < 100; ++i) ctx->install_extension_module(std::make_shared<Activations>(1.0 + (i % 2)));
+  while (calls == 0) std::this_thread::yield();
+  for (int i = 0; i < 100; ++i)
+    ctx->install_extension_module(std::make_shared<Activations>(1.0 + (i % 2), true));
   while (calls < 100) std::this_thread::yield();
   done = true;
   for (auto& t : callers) t.join();
   CHECK(wrong == 0);
   CHECK(ctx->epoch().value == 102);
+  CHECK(ctx->cache_stats().extensions.hits > 0);
+}
+
+// A module whose configure uses the runtime (here: einsum, which installs its own module).
+class UsesRuntime final : public ExtensionModule {
+ public:
+  explicit UsesRuntime(std::weak_ptr<EagerRuntime> rt) : rt_(std::move(rt)) {}
+  std::string module_id() const override { return "demo.uses_runtime"; }
+  void configure(ExtensionRegistrar& r) const override {
+    const auto v = rt_.lock()->constant_from(Tensor::from_vec_col_major<double>({2}, {3, 4}));
+    norm2_ = einsum("i,i->", {v, v}).materialized().as_slice<double>()[0];
+    r.add_cache("demo.uses_runtime", "none");
+  }
+  double norm2() const { return norm2_; }
+
+ private:
+  std::weak_ptr<EagerRuntime> rt_;  // the runtime keeps the module: no cycle
+  mutable double norm2_ = 0;
+};
+
+TEST_CASE("configure may use the runtime it is installed into", "[extension]") {
+  auto ctx = EagerRuntime::create();
+  const auto module = std::make_shared<UsesRuntime>(ctx);
+  CHECK(ctx->install_extension_module(module).value == 3);  // einsum's install, then this one
+  CHECK(module->norm2() == 25);
 }

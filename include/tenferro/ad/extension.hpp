@@ -61,29 +61,32 @@ namespace detail {
 
 // The extension caches of one runtime (LRU, limited by ExtensionCacheLimits): which (family, cache)
 // pairs installed modules registered, and since which epoch each family's module is the one
-// installed. A value made under an older epoch than its family's is returned but not kept, so a
-// call still running when its module is replaced never leaves a value of the old module behind.
+// installed. A call that began under an older epoch than its family's (its kernel is the replaced
+// module's) neither reads nor keeps values of that family: what it makes is returned, uncached.
 // Lock order: the registrations' mutex, then the LRU's; neither is held while a value is made.
 class extension_cache_table {
  public:
   template <class T, class Make>
   std::shared_ptr<const T> get_or_insert(const ExtensionCacheKey& key, Make&& make, std::size_t bytes,
                                          RuntimeEpoch epoch) {
-    check_registered(key);
-    if (auto hit = cache_.find(key)) return cast<T>(*hit, key);
+    const bool live = usable(key, epoch);
+    if (live) {
+      if (auto hit = cache_.find(key)) return cast<T>(*hit, key);
+    }
     std::shared_ptr<const T> made;
     if constexpr (std::is_convertible_v<decltype(make()), std::shared_ptr<const T>>) {
       made = make();
     } else {
       made = std::make_shared<const T>(make());
     }
+    if (!live) return made;
     const std::lock_guard lock(mutex_);
     if (!current(key, epoch)) return made;
     return cast<T>(cache_.insert(key, stored{made, typeid(T)}, bytes), key);
   }
   template <class T>
-  std::shared_ptr<const T> find(const ExtensionCacheKey& key) {
-    check_registered(key);
+  std::shared_ptr<const T> find(const ExtensionCacheKey& key, RuntimeEpoch epoch) {
+    if (!usable(key, epoch)) return nullptr;
     auto hit = cache_.find(key);
     return hit ? cast<T>(*hit, key) : nullptr;
   }
@@ -97,10 +100,17 @@ class extension_cache_table {
   }
 
   // At `epoch`, the module owning `old_families` (none for a first install) gives way to one
-  // registering `caches`: the old families' registrations and values go, the new ones come, in one
-  // step (a lookup sees the caches before or after, never neither).
-  void replace(std::span<const std::string> old_families,
-               std::span<const std::pair<std::string, std::string>> caches, RuntimeEpoch epoch);
+  // registering `caches`: prepare() builds the new registrations (it may throw; nothing changes),
+  // commit() swaps them in and drops the old families' values in one step under the lock (a
+  // lookup sees the caches before or after, never neither), and does not throw.
+  struct replacement {
+    std::vector<std::string> old_families;
+    std::vector<std::pair<std::string, std::string>> registered;
+    std::vector<std::pair<std::string, RuntimeEpoch>> installed_at;
+  };
+  replacement prepare(std::span<const std::string> old_families,
+                      std::span<const std::pair<std::string, std::string>> caches, RuntimeEpoch epoch) const;
+  void commit(replacement& r) noexcept;
 
  private:
   struct stored {
@@ -112,7 +122,9 @@ class extension_cache_table {
     if (s.type != typeid(T)) wrong_type(key);
     return std::static_pointer_cast<const T>(s.value);
   }
-  void check_registered(const ExtensionCacheKey& key) const;
+  // Throws Extension when no installed module registers the key's cache; else whether a call of
+  // `epoch` may use the key's family (current()).
+  bool usable(const ExtensionCacheKey& key, RuntimeEpoch epoch) const;
   bool current(const ExtensionCacheKey& key, RuntimeEpoch epoch) const;  // mutex_ held
   [[noreturn]] static void wrong_type(const ExtensionCacheKey& key);
 
@@ -142,7 +154,7 @@ class ExtensionCacheStore {
   // The value under key, or nullptr.
   template <class T>
   std::shared_ptr<const T> find(const ExtensionCacheKey& key) const {
-    return table_->find<T>(key);
+    return table_->find<T>(key, epoch_);
   }
   CacheStats stats() const { return table_->stats(); }
 

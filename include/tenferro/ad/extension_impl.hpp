@@ -14,42 +14,59 @@ namespace tenferro {
 
 namespace detail {
 
-TENFERRO_INLINE void extension_cache_table::replace(
+TENFERRO_INLINE extension_cache_table::replacement extension_cache_table::prepare(
     std::span<const std::string> old_families, std::span<const std::pair<std::string, std::string>> caches,
-    RuntimeEpoch epoch) {
-  const std::lock_guard lock(mutex_);
+    RuntimeEpoch epoch) const {
+  replacement r;
+  r.old_families.assign(old_families.begin(), old_families.end());
+  {
+    const std::lock_guard lock(mutex_);
+    r.registered = registered_;
+    r.installed_at = installed_at_;
+  }
   auto old = [&](std::string_view family) {
     return std::ranges::find(old_families, family) != old_families.end();
   };
-  std::erase_if(registered_, [&](const auto& p) { return old(p.first); });
-  cache_.evict_if([&](const ExtensionCacheKey& k) { return old(k.family); });
+  std::erase_if(r.registered, [&](const auto& p) { return old(p.first); });
   for (const auto& p : caches) {
-    if (std::ranges::find(registered_, p) == registered_.end()) registered_.push_back(p);
+    if (std::ranges::find(r.registered, p) == r.registered.end()) r.registered.push_back(p);
   }
   auto mark = [&](const std::string& family) {
-    auto it = std::ranges::find(installed_at_, family, &std::pair<std::string, RuntimeEpoch>::first);
-    if (it == installed_at_.end()) {
-      installed_at_.emplace_back(family, epoch);
+    auto it = std::ranges::find(r.installed_at, family, &std::pair<std::string, RuntimeEpoch>::first);
+    if (it == r.installed_at.end()) {
+      r.installed_at.emplace_back(family, epoch);
     } else {
       it->second = epoch;
     }
   };
   for (const std::string& family : old_families) mark(family);
   for (const auto& p : caches) mark(p.first);
+  return r;
 }
 
-TENFERRO_INLINE void extension_cache_table::check_registered(const ExtensionCacheKey& key) const {
+TENFERRO_INLINE void extension_cache_table::commit(replacement& r) noexcept {
   const std::lock_guard lock(mutex_);
-  for (const auto& [family, cache] : registered_) {
-    if (family == key.family && cache == key.cache) return;
+  registered_.swap(r.registered);
+  installed_at_.swap(r.installed_at);
+  cache_.evict_if([&](const ExtensionCacheKey& k) {
+    return std::ranges::find(r.old_families, k.family) != r.old_families.end();
+  });
+}
+
+TENFERRO_INLINE bool extension_cache_table::usable(const ExtensionCacheKey& key, RuntimeEpoch epoch) const {
+  const std::lock_guard lock(mutex_);
+  const bool registered = std::ranges::any_of(
+      registered_, [&](const auto& p) { return p.first == key.family && p.second == key.cache; });
+  if (!registered) {
+    throw_error(ErrorKind::Extension, "ExtensionCacheStore",
+                {"no installed module registers the cache '", key.cache, "' of family '", key.family, "'"});
   }
-  throw_error(ErrorKind::Extension, "ExtensionCacheStore",
-              {"no installed module registers the cache '", key.cache, "' of family '", key.family, "'"});
+  return current(key, epoch);
 }
 
 TENFERRO_INLINE bool extension_cache_table::current(const ExtensionCacheKey& key, RuntimeEpoch epoch) const {
-  const bool registered =
-      std::ranges::find(registered_, std::pair{key.family, key.cache}) != registered_.end();
+  const bool registered = std::ranges::any_of(
+      registered_, [&](const auto& p) { return p.first == key.family && p.second == key.cache; });
   auto it = std::ranges::find(installed_at_, key.family, &std::pair<std::string, RuntimeEpoch>::first);
   return registered && (it == installed_at_.end() || it->second <= epoch);
 }
@@ -214,22 +231,36 @@ TENFERRO_INLINE RuntimeEpoch EagerRuntime::install_extension_module(std::shared_
 
   const std::unique_lock lock(extensions_mutex_);
   const RuntimeEpoch next{epoch_.value + 1};
+  // Everything that allocates is built aside first; the commit below swaps and moves only, so a
+  // failure (bad_alloc included) leaves the runtime as it was.
+  auto ops = extension_ops_;
+  auto owners = family_owner_;
+  auto modules = modules_;
   std::vector<std::string> old_families;
-  if (auto old = modules_.find(id); old != modules_.end()) {  // replace: drop the old module's ops and caches
+  std::shared_ptr<ExtensionModule> retired;
+  if (auto old = modules.find(id); old != modules.end()) {  // replace: drop the old module's ops and caches
     old_families = old->second.families;
-    for (const std::string& family : old_families) family_owner_.erase(family);
-    std::erase_if(extension_ops_, [&](const auto& kv) { return !family_owner_.contains(kv.second.family); });
-    // Calls in flight and recorded nodes may still run the old module's kernels and rules.
-    retired_modules_.push_back(std::move(old->second.module));
+    for (const std::string& family : old_families) owners.erase(family);
+    std::erase_if(ops, [&](const auto& kv) { return !owners.contains(kv.second.family); });
+    retired = old->second.module;  // calls in flight and recorded nodes may still run its kernels and rules
   }
-  extension_caches_.replace(old_families, registrar.caches(), next);
-  for (const std::string& family : families) family_owner_[family] = id;
+  for (const std::string& family : families) owners[family] = id;
   for (std::size_t i = 0; i < defs.size(); ++i) {
-    extension_ops_[registrar.ops()[i].name] = extension_op{registrar.ops()[i].family, defs[i].get()};
+    ops[registrar.ops()[i].name] = extension_op{registrar.ops()[i].family, defs[i].get()};
   }
+  modules[id] = installed_module{std::move(module), std::move(families)};
+  auto caches = extension_caches_.prepare(old_families, registrar.caches(), next);
+  extension_defs_.reserve(extension_defs_.size() + defs.size());
+  extension_entries_.reserve(extension_entries_.size() + entries.size());
+  retired_modules_.reserve(retired_modules_.size() + 1);
+
+  extension_ops_.swap(ops);
+  family_owner_.swap(owners);
+  modules_.swap(modules);
+  extension_caches_.commit(caches);
   for (auto& d : defs) extension_defs_.push_back(std::move(d));
   for (auto& e : entries) extension_entries_.push_back(std::move(e));
-  modules_[id] = installed_module{std::move(module), std::move(families)};
+  if (retired) retired_modules_.push_back(std::move(retired));
   epoch_ = next;
   return epoch_;
 }

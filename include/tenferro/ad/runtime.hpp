@@ -138,9 +138,11 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   // Installs `module`, or replaces the module installed under its id, and returns the new epoch;
   // the module installed already returns the current epoch unchanged. Concurrent installs are
   // serialized. Throws NotUnique when an op or family of the module belongs to another module or an
-  // op name comes twice; Extension when the module registers an op without a forward kernel or a
-  // name. Nothing changes when it throws. (An op's node key names it "family/op", apart from
-  // every built-in op.)
+  // op name comes twice; Extension when the module registers an op without a forward kernel, or a
+  // family or op name that is empty or holds '/'. Nothing changes when it throws. (An op's node key
+  // names it "family/op", apart from every built-in op.) A replaced module is kept alive with the
+  // runtime, for the nodes recorded with its ops: replace modules rarely. configure() must not
+  // install its own module.
   RuntimeEpoch install_extension_module(std::shared_ptr<ExtensionModule> module);
   RuntimeEpoch epoch() const;
   // Runs the extension op `op` of `family` on `inputs` (one runtime: this one) and records it while
@@ -149,7 +151,9 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   EagerTensor call_extension(std::string_view family, std::string_view op,
                              std::span<const EagerTensor> inputs, const OpAttributes& attributes = {});
   // Runs f(ExtensionExecutionContext&) in a backend session (entered first) with this runtime's
-  // extension caches, and returns f's result (an exception from f comes out unchanged).
+  // extension caches as of the current epoch, and returns f's result (an exception from f comes
+  // out unchanged). Called from inside an extension op's forward, it has the epoch of its own
+  // call, not of the forward's.
   template <class F>
   decltype(auto) with_extension_execution_context(F&& f) const {
     return in_extension_context(epoch(), std::forward<F>(f));
