@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -117,6 +118,26 @@ outcome check_small(const program& p) {
     o.failure = std::move(what);
     return o;
   };
+  // Prepared derivatives (ad/plan.hpp): the program again on this runtime (a hit of the plan the
+  // first backward made) and on a runtime with the cache off give those gradients bit for bit.
+  for (const bool prepared : {true, false}) {
+    const auto other = prepared ? ctx
+                                : EagerRuntime::with_cpu_backend_and_ad_context(
+                                      CpuBackend::with_threads(1),
+                                      AdContext::builder().with_prepared_derivatives(false).build());
+    const auto again = make_leaves(p, other, true, p.leaf_values);
+    const auto hits = other->cache_stats().prepared_derivatives.hits;
+    loss_of(p, run(p, again, 0).back(), 0).backward();
+    if (prepared && other->cache_stats().prepared_derivatives.hits != hits + 1)
+      return fail("the program's second backward() did not run by the plan of its first");
+    for (std::size_t k = 0; k < L; ++k) {
+      const auto g = again[k].grad() ? values(other->constant_from(*again[k].grad()))
+                                     : std::vector<double>(p.leaf_values[k].size(), 0.0);
+      if (std::memcmp(g.data(), o.grads[k].data(), g.size() * sizeof(double)) != 0)
+        return fail(std::string(prepared ? "a plan's hit" : "the cache off") +
+                    " changed the gradient of leaf " + std::to_string(k));
+    }
+  }
   // Central differences of the loss, element by element, at steps h and h/2 combined by
   // Richardson extrapolation (error O(h^4)); their difference bounds the error where the loss
   // curves hard (cos(square(expm1(expm1(x))))).

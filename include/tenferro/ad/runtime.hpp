@@ -7,6 +7,7 @@
 #pragma once
 
 #include <tenferro/ad/extension.hpp>
+#include <tenferro/ad/plan_cache.hpp>
 #include <tenferro/ad/state.hpp>
 #include <tenferro/core/context_id.hpp>
 #include <tenferro/cpu/backend.hpp>
@@ -27,10 +28,12 @@
 
 namespace tenferro {
 
-// Derivative rules for extension ops, given by the user: a runtime built with this context uses
-// them in place of the rules the ops' modules register, rule by rule (a vjp given replaces the
-// module's vjp, and likewise the jvp; ad/extension.hpp). The built-in ops need
-// none: AdContext::builder().build() is the default. Copies share their rules.
+// How a runtime differentiates: derivative rules for extension ops, given by the user (a runtime
+// built with this context uses them in place of the rules the ops' modules register, rule by
+// rule: a vjp given replaces the module's vjp, and likewise the jvp; ad/extension.hpp), and
+// whether kernel sweeps keep prepared derivatives (ad/plan.hpp; on by default, off to compare).
+// The built-in ops need no rules: AdContext::builder().build() is the default. Copies share their
+// rules.
 class AdContext {
  public:
   using rule_map = std::map<std::string, ExtensionRules, std::less<>>;
@@ -46,10 +49,16 @@ class AdContext {
       rules_.emplace(std::move(op), std::move(rules));
       return *this;
     }
-    AdContext build() const { return AdContext(std::make_shared<const rule_map>(rules_)); }
+    // Whether the runtime's kernel sweeps keep and reuse plans of graph structures (default on).
+    Builder& with_prepared_derivatives(bool on) {
+      prepared_ = on;
+      return *this;
+    }
+    AdContext build() const { return AdContext(std::make_shared<const rule_map>(rules_), prepared_); }
 
    private:
     rule_map rules_;
+    bool prepared_ = true;
   };
   static Builder builder() { return Builder(); }
 
@@ -58,15 +67,19 @@ class AdContext {
     auto it = rules_->find(op);
     return it == rules_->end() ? nullptr : &it->second;
   }
+  bool prepared_derivatives() const noexcept { return prepared_; }
 
  private:
-  explicit AdContext(std::shared_ptr<const rule_map> rules) : rules_(std::move(rules)) {}
+  AdContext(std::shared_ptr<const rule_map> rules, bool prepared)
+      : rules_(std::move(rules)), prepared_(prepared) {}
   std::shared_ptr<const rule_map> rules_;
+  bool prepared_;
 };
 
 // What each cache of a runtime holds and has done (docs/caches.md).
 struct EagerRuntimeCacheStats {
   CacheStats extensions;
+  CacheStats prepared_derivatives;
   friend bool operator==(const EagerRuntimeCacheStats&, const EagerRuntimeCacheStats&) = default;
 };
 
@@ -160,14 +173,25 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   }
 
   // Caches (docs/caches.md). Thread-safe.
-  EagerRuntimeCacheStats cache_stats() const { return {extension_caches_.stats()}; }
+  EagerRuntimeCacheStats cache_stats() const { return {extension_caches_.stats(), plans_.stats()}; }
   void clear_extension_caches() { extension_caches_.clear(); }
-  void clear_caches() { clear_extension_caches(); }
+  void clear_prepared_derivative_cache() { plans_.clear(); }
+  void clear_caches() {
+    clear_extension_caches();
+    clear_prepared_derivative_cache();
+  }
   ExtensionCacheLimits extension_cache_limits() const { return extension_caches_.limits(); }
-  // Throws InvalidArgument when a limit is zero.
+  AdTransformCacheLimits prepared_derivative_cache_limits() const { return plans_.limits(); }
+  // Both throw InvalidArgument when a limit is zero.
   void set_extension_cache_limits(const ExtensionCacheLimits& limits) {
     extension_caches_.set_limits(limits);
   }
+  void set_prepared_derivative_cache_limits(const AdTransformCacheLimits& limits) {
+    detail::check_cache_limits("set_prepared_derivative_cache_limits", limits);
+    plans_.set_limits(limits);
+  }
+  // The plans of kernel sweeps (ad/plan.hpp).
+  detail::ad::plan_cache& prepared_derivative_plans() const noexcept { return plans_; }
 
   friend std::ostream& operator<<(std::ostream& os, const EagerRuntime& rt) {
     return os << "EagerRuntime(id=" << rt.id_ << ", backend=cpu, threads=" << rt.backend_.threads()
@@ -224,6 +248,7 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   std::vector<std::unique_ptr<detail::ad::extension_entry>> extension_entries_;
   std::vector<std::shared_ptr<ExtensionModule>> retired_modules_;  // replaced; their ops may still run
   mutable detail::extension_cache_table extension_caches_;
+  mutable detail::ad::plan_cache plans_;
 
   // with_extension_execution_context, for a call that began at `epoch`.
   template <class F>

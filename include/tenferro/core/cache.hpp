@@ -68,9 +68,15 @@ class lru_cache {
 
   // The value under k (now the most recently used), counting a hit or a miss.
   std::optional<Value> find(const Key& k) {
+    return find(k, [](const Value&) { return true; });
+  }
+  // The value under k if accept(value) holds (called under the cache's lock), counting a hit; a
+  // miss when there is none or it is not accepted.
+  template <class Accept>
+  std::optional<Value> find(const Key& k, Accept&& accept) {
     const std::lock_guard lock(mutex_);
     auto it = index_.find(k);
-    if (it == index_.end()) {
+    if (it == index_.end() || !accept(std::as_const(it->second->value))) {
       ++stats_.misses;
       return std::nullopt;
     }
@@ -94,6 +100,24 @@ class lru_cache {
     Value kept = order_.front().value;
     trim();
     return kept;
+  }
+
+  // Keeps v under k in place of any value there (now the most recently used), declaring `bytes`.
+  void insert_or_assign(const Key& k, Value v, std::size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    if (auto it = index_.find(k); it != index_.end()) {
+      stats_.retained_bytes -= it->second->bytes;
+      order_.erase(it->second);
+      index_.erase(it);
+    }
+    if (bytes > limits_.max_bytes) {
+      ++stats_.evictions;
+      return;
+    }
+    order_.push_front(entry{k, std::move(v), bytes});
+    index_.emplace(k, order_.begin());
+    stats_.retained_bytes += bytes;
+    trim();
   }
 
   // Drops the entries whose key satisfies pred (counted as evictions: they went stale).
