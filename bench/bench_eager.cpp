@@ -74,33 +74,36 @@ void chain_backward_peak(benchmark::State& s) {
   s.counters["peak_MB"] = static_cast<double>(peak) / 1e6;
 }
 
-// backward() alone of a 50-op graph of 16-element tensors, rebuilt every step as a training loop
-// does, with the runtime's prepared-derivative cache on (1) or off (0).
-void graph50_backward(benchmark::State& s) {
+// backward() alone of a graph of 16-element tensors, 4 ops per layer and 2 more (50 ops for 12
+// layers), rebuilt every step as a training loop does, with the runtime's prepared-derivative
+// cache on (1) or off (0).
+void graph_backward(benchmark::State& s) {
   auto ctx = EagerRuntime::with_cpu_backend_and_ad_context(
       CpuBackend::with_threads(1), AdContext::builder().with_prepared_derivatives(s.range(0) != 0).build());
   auto x = EagerTensor::requires_grad_in(random_tensor(16, -1, 1, 1), ctx);
   for (auto _ : s) {
     EagerTensor y = x;
-    for (int k = 0; k < 12; ++k) y = (y.sin() + 0.5).tanh() * x;  // 48 ops
-    const EagerTensor loss = (y * y).reduce_sum();                // 50
+    for (int k = 0; k < s.range(1); ++k) y = (y.sin() + 0.5).tanh() * x;
+    const EagerTensor loss = (y * y).reduce_sum();
     const auto start = std::chrono::steady_clock::now();
     loss.backward();
     s.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     x.clear_grad();
   }
+  const auto plans = ctx->cache_stats().prepared_derivatives;
+  s.counters["plan_bytes_per_op"] = static_cast<double>(plans.retained_bytes) / (4 * s.range(1) + 2);
 }
 
 // The Hessian-vector product of the same graph, jvp(grad): grad recorded (differentiable), its jvp
 // with recording off; the time of both, with the prepared-derivative cache on (1) or off (0).
-void graph50_hvp(benchmark::State& s) {
+void graph_hvp(benchmark::State& s) {
   auto ctx = EagerRuntime::with_cpu_backend_and_ad_context(
       CpuBackend::with_threads(1), AdContext::builder().with_prepared_derivatives(s.range(0) != 0).build());
   auto x = EagerTensor::requires_grad_in(random_tensor(16, -1, 1, 1), ctx);
   const auto v = EagerTensor::from_tensor_in(random_tensor(16, -1, 1, 2), ctx);
   for (auto _ : s) {
     EagerTensor y = x;
-    for (int k = 0; k < 12; ++k) y = (y.sin() + 0.5).tanh() * x;
+    for (int k = 0; k < s.range(1); ++k) y = (y.sin() + 0.5).tanh() * x;
     const EagerTensor loss = (y * y).reduce_sum();
     const auto start = std::chrono::steady_clock::now();
     const EagerTensor g = ctx->grad(loss, x);
@@ -398,8 +401,16 @@ BENCHMARK(chain_backward_peak)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);
-BENCHMARK(graph50_backward)->Arg(1)->Arg(0)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(graph50_hvp)->Arg(1)->Arg(0)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(graph_backward)
+    ->ArgsProduct({{1, 0}, {12, 250}})
+    ->ArgNames({"prepared", "layers"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(graph_hvp)
+    ->ArgsProduct({{1, 0}, {12}})
+    ->ArgNames({"prepared", "layers"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(sin_exp_op_by_op)
     ->Args({1000000, 1})
     ->Args({1000000, 2})

@@ -128,7 +128,7 @@ TEST_CASE("prepared derivatives: grad and vjp with recording off share the rever
   CHECK(stats.misses == 2);
 }
 
-TEST_CASE("prepared derivatives: jvp with recording off runs by a forward plan, also of a gradient (HVP)") {
+TEST_CASE("prepared derivatives: jvp runs by a forward plan, a recorded grad by the reverse plan (HVP)") {
   auto on = runtime(true), off = runtime(false);
   auto run = [](const std::shared_ptr<EagerRuntime>& rt) {
     std::vector<Tensor> out;
@@ -147,10 +147,11 @@ TEST_CASE("prepared derivatives: jvp with recording off runs by a forward plan, 
   };
   const auto a = run(on), b = run(off);
   for (std::size_t k = 0; k < a.size(); ++k) CHECK(same_bits(a[k], b[k]));
+  // Three plans: the reverse sweep of the recorded grad, the forward sweeps of f and of g.
   const auto stats = on->cache_stats().prepared_derivatives;
-  CHECK(stats.entries == 2);
-  CHECK(stats.hits == 2);
-  CHECK(stats.misses == 2);
+  CHECK(stats.entries == 3);
+  CHECK(stats.hits == 3);
+  CHECK(stats.misses == 3);
   // A known number: f = sum(x^2 * c) has Hessian 2 diag(c), so the HVP along t is 2 c t.
   auto x = on->variable_from(vec({1.0, 2.0}, {2}));
   const EagerTensor c = on->constant_from(vec({3.0, -1.0}, {2}));
@@ -161,6 +162,33 @@ TEST_CASE("prepared derivatives: jvp with recording off runs by a forward plan, 
     CHECK(hv.as_slice<double>()[0] == 3.0);
     CHECK(hv.as_slice<double>()[1] == -8.0);
   }
+}
+
+TEST_CASE("prepared derivatives: backward with create_graph runs by the plan backward() made") {
+  auto on = runtime(true), off = runtime(false);
+  auto run = [](const std::shared_ptr<EagerRuntime>& rt) {
+    std::vector<Tensor> out;
+    for (int k = 0; k < 2; ++k) {
+      auto w = rt->variable_from(vec(data(12, 1.0 + k), {3, 4}));
+      auto b = rt->variable_from(vec(data(4, -1.0), {4}));
+      auto s = rt->variable_from(vec({0.7}, {}));
+      auto c = rt->constant_from(vec(data(12, 0.5), {3, 4}));
+      loss_of(w, b, s, c).backward({.create_graph = k == 1});
+      out.push_back(*w.grad());
+      out.push_back(*s.grad());
+      if (k == 1) {  // the recorded gradient differentiates again: d(sum dL/ds)/dw
+        out.push_back(rt->grad(s.grad_tensor()->reduce_sum(), w).materialized());
+      }
+    }
+    return out;
+  };
+  const auto a = run(on), b = run(off);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t k = 0; k < a.size(); ++k) CHECK(same_bits(a[k], b[k]));
+  const auto stats = on->cache_stats().prepared_derivatives;
+  CHECK(stats.hits == 1);    // the recorded sweep
+  CHECK(stats.misses == 2);  // the first backward(), and the grad of the recorded gradient
+  CHECK(off->cache_stats().prepared_derivatives == CacheStats{});
 }
 
 TEST_CASE("prepared derivatives: limits, eviction and clears") {

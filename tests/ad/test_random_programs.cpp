@@ -138,6 +138,32 @@ outcome check_small(const program& p) {
                     " changed the gradient of leaf " + std::to_string(k));
     }
   }
+  // Recorded sweeps run by the same plans: the recorded grad of every leaf and its jvp (an HVP)
+  // along the leaf's own values, cold, warm and with the cache off, bit for bit.
+  auto second_order = [&](const std::shared_ptr<EagerRuntime>& rt) {
+    const auto l = make_leaves(p, rt, true, p.leaf_values);
+    const EagerTensor f = loss_of(p, run(p, l, 0).back(), 0);
+    std::vector<double> out;
+    for (std::size_t k = 0; k < L; ++k) {
+      const auto g = rt->grad_optional(f, l[k]);
+      if (!g) continue;
+      const auto gv = values(*g);
+      out.insert(out.end(), gv.begin(), gv.end());
+      const auto no_grad = rt->no_grad();
+      const auto hv = rt->jvp_optional(*g, l[k], rt->constant_from(l[k].materialized()));
+      out.push_back(hv ? 1.0 : 0.0);
+      const auto hvv = hv ? values(*hv) : std::vector<double>{};
+      out.insert(out.end(), hvv.begin(), hvv.end());
+    }
+    return out;
+  };
+  const auto cold = second_order(ctx), warm = second_order(ctx);
+  const auto unplanned = second_order(EagerRuntime::with_cpu_backend_and_ad_context(
+      CpuBackend::with_threads(1), AdContext::builder().with_prepared_derivatives(false).build()));
+  if (cold.size() != warm.size() || cold.size() != unplanned.size() ||
+      std::memcmp(cold.data(), warm.data(), cold.size() * sizeof(double)) != 0 ||
+      std::memcmp(cold.data(), unplanned.data(), cold.size() * sizeof(double)) != 0)
+    return fail("recorded grads or their jvp differ between cold, warm and the cache off");
   // Central differences of the loss, element by element, at steps h and h/2 combined by
   // Richardson extrapolation (error O(h^4)); their difference bounds the error where the loss
   // curves hard (cos(square(expm1(expm1(x))))).

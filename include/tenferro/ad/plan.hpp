@@ -1,28 +1,27 @@
-// Prepared derivatives: what a kernel sweep learns about a graph's structure, kept by the runtime
+// Prepared derivatives: what a sweep learns about a graph's structure, kept by the runtime
 // (EagerRuntime's prepared-derivative cache, ad/plan_cache.hpp) so the next graph of the same
 // structure — a training loop rebuilds the same graph every step — is swept without working its
-// structure out again.
+// structure out again. Every sweep (ad/sweep.hpp), kernel or recorded, reverse or forward, starts
+// here.
 //
 // One walk from the output reads the structure: every value a gradient flows into gets a position
 // (breadth first, inputs in order), and the walk writes, position by position, whether it is a
 // leaf or a node, and for a node which inputs take a cotangent and at which positions, as words
-// hashed into a fingerprint. That is all a plan depends on: the rules are the nodes' own, called
-// on each graph with its own ops, attributes, dtypes and shapes, so one plan serves a loop whose
-// learning rate or batch size changes. The plan kept under (fingerprint, sweep, start) holds those
-// words, the node positions in sweep order, where each input's cotangent goes and each node's
-// `needed` flags. On a hit the sweep runs the same rules in the same order as without the plan, on
-// the new graph, with cotangents in a table by position instead of a hash map, and no handle per
-// cotangent: results are identical bit for bit. A hit compares the words in full (a fingerprint
-// collision is a miss, never a wrong plan) and checks that the new graph's nodes were created in
-// the plan's order (the order decides the order cotangents are summed in); a plan that does not
-// fit is replaced by the new graph's. No epoch is needed in the key: installing an extension
-// module changes which rules new nodes get, not how a graph's nodes connect.
+// hashed into a fingerprint. The sweep runs over the walk's positions, with cotangents in a table
+// by position rather than a hash map, in the order the nodes were created (reverse for a reverse
+// sweep): that order is all a plan keeps besides the words. The rules are the nodes' own, called on
+// each graph with its own ops, attributes, dtypes and shapes, so one plan serves a loop whose
+// learning rate or batch size changes, and a sweep by a kept plan runs the same rules in the same
+// order as one without: results are identical bit for bit. A hit compares the words in full (a
+// fingerprint collision is a miss, never a wrong plan) and checks that the new graph's nodes were
+// created in the plan's order (the order decides the order cotangents are summed in); a plan that
+// does not fit is replaced by the new graph's. No epoch is needed in the key: installing an
+// extension module changes which rules new nodes get, not how a graph's nodes connect.
 //
-// Plans are made for graphs of small values only (every value below CpuBackend::fusion_elements
+// Plans are kept for graphs of small values only (every value below CpuBackend::fusion_elements,
 // or fusion off): a graph of large elementwise values fuses its rules across the sweep instead
-// (ad/deferred.hpp), where the rules' own cost dwarfs the sweep's bookkeeping. The walk stops at
-// the first large value; those graphs are not looked up (the cache's hits and misses do not count
-// them).
+// (ad/deferred.hpp), where the rules' own cost dwarfs the sort a plan saves. Those graphs are sorted
+// on every sweep and not looked up (the cache's hits and misses do not count them).
 #pragma once
 
 #include <tenferro/ad/plan_cache.hpp>
@@ -38,55 +37,31 @@
 
 namespace tenferro::detail::ad {
 
-inline constexpr std::uint32_t no_position = ~std::uint32_t{0};
-
-// A graph's structure as one walk from its output reads it.
-struct graph_walk {
-  explicit graph_walk(std::pmr::memory_resource* mem)
-      : states(mem), words(mem), first_edge(mem), edges(mem) {}
-
-  std::pmr::vector<const tensor_state*> states;  // by position; the output at 0
-  std::pmr::vector<std::uint64_t> words;
-  // Node p's inputs go to edges[first_edge[p]] .. edges[first_edge[p + 1] - 1]: a position, or
-  // no_position for an input no gradient flows into.
-  std::pmr::vector<std::uint32_t> first_edge;
-  std::pmr::vector<std::uint32_t> edges;
-  std::uint64_t fingerprint = 0;
-  bool plannable = true;  // every value small (no rule of the sweep defers)
-};
-
-// What a sweep keeps of a structure (see the top of this file).
+// What the runtime keeps of a structure: its words (a hit compares them in full) and its node
+// positions in sweep order.
 struct sweep_plan {
   std::vector<std::uint64_t> words;
-  std::vector<std::uint32_t> order;  // node positions in sweep order
-  std::vector<std::uint32_t> first_edge;
-  std::vector<std::uint32_t> edges;
-  std::vector<std::vector<bool>> needed;  // by position (empty for a leaf)
-  std::vector<std::uint32_t> readers;     // by position: the nodes reading it (forward sweeps)
+  std::vector<std::uint32_t> order;
 
   // What the cache counts against its max_bytes.
   std::size_t bytes() const noexcept {
-    std::size_t b =
-        sizeof(sweep_plan) + words.size() * sizeof(std::uint64_t) +
-        (order.size() + first_edge.size() + edges.size() + readers.size()) * sizeof(std::uint32_t);
-    for (const auto& n : needed) b += sizeof(n) + (n.size() + 7) / 8;
-    return b;
+    return sizeof(sweep_plan) + words.size() * sizeof(std::uint64_t) + order.size() * sizeof(std::uint32_t);
   }
 };
 
 void walk_graph(graph_walk& w, const tensor_state* root, const CpuBackend& backend);
 
-// A kernel reverse sweep from `root` with cotangent `seed`, through the runtime's plan cache when
-// the runtime's AdContext has prepared derivatives on and the graph is plannable. The result keeps
-// the cotangents of the leaves reached and of `target`, or, with no target, of every state with a
-// gradient slot (backward()).
-sweep_result<EagerTensor> kernel_reverse_sweep(const tensor_state* root, const EagerTensor& seed,
-                                               const tensor_state* target, std::pmr::memory_resource* mem);
+// The reverse sweep from `root` with cotangent `seed`: with recorded ops when `recorded` (results
+// differentiable again), else with kernels. The result keeps the cotangents of the leaves reached
+// and of `target`, or, with no target, of every state with a gradient slot (backward()).
+sweep_result reverse_sweep(const tensor_state* root, const EagerTensor& seed, const tensor_state* target,
+                           bool recorded, std::pmr::memory_resource* mem);
 
-// forward_sweep<kernel_sweep> (the tangent of root when wrt moves along tangent; nullopt: root does
-// not depend on wrt), through the plan cache likewise.
-std::optional<EagerTensor> kernel_forward_sweep(const tensor_state* root, const tensor_state* wrt,
-                                                const EagerTensor& tangent, std::pmr::memory_resource* mem);
+// The forward sweep: the tangent of root when wrt moves along tangent (nullopt: root does not
+// depend on wrt), with recorded ops when `recorded`, else with kernels.
+std::optional<EagerTensor> forward_sweep(const tensor_state* root, const tensor_state* wrt,
+                                         const EagerTensor& tangent, bool recorded,
+                                         std::pmr::memory_resource* mem);
 
 }  // namespace tenferro::detail::ad
 
@@ -134,8 +109,7 @@ class position_table {
 
 TENFERRO_INLINE void walk_graph(graph_walk& w, const tensor_state* root, const CpuBackend& backend) {
   position_table position(w.states.get_allocator().resource());
-  enum : std::uint64_t { leaf = 1ULL << 62, op = 2ULL << 62, flows = 3ULL << 62 };
-  constexpr std::uint64_t still = flows | no_position;
+  constexpr std::uint64_t still = graph_walk::flows | no_position;
   // False for a value a deferred pass would take (its rules would defer).
   auto small = [&](const tensor_state& t) { return !t.deferred() && !backend.defers(t.size(), t.dtype()); };
   w.words.reserve(256);
@@ -143,34 +117,25 @@ TENFERRO_INLINE void walk_graph(graph_walk& w, const tensor_state* root, const C
   position.try_emplace(root, 0);
   for (std::size_t p = 0; p < w.states.size(); ++p) {
     const tensor_state& s = *w.states[p];
-    w.first_edge.push_back(static_cast<std::uint32_t>(w.edges.size()));
-    if (!small(s)) {
-      w.plannable = false;
-      return;
-    }
+    w.at.push_back(static_cast<std::uint32_t>(w.words.size()));
+    w.small = w.small && small(s);
     if (!s.grad_fn) {
-      w.words.push_back(leaf);
+      w.words.push_back(graph_walk::leaf);
       continue;
     }
     const node& n = *s.grad_fn;
-    w.words.push_back(op | n.inputs().size());
+    w.words.push_back(graph_walk::op | n.inputs().size());
     for (const auto& in : n.inputs()) {
       if (in->gradient_flows()) {
         const auto [at, fresh] = position.try_emplace(in.get(), static_cast<std::uint32_t>(w.states.size()));
         if (fresh) w.states.push_back(in.get());
-        w.edges.push_back(at);
-        w.words.push_back(flows | at);
+        w.words.push_back(graph_walk::flows | at);
       } else {
-        if (!small(*in)) {
-          w.plannable = false;
-          return;
-        }
-        w.edges.push_back(no_position);
+        w.small = w.small && small(*in);
         w.words.push_back(still);
       }
     }
   }
-  w.first_edge.push_back(static_cast<std::uint32_t>(w.edges.size()));
   std::uint64_t h = 0xcbf29ce484222325ULL ^ w.words.size();
   for (const std::uint64_t v : w.words) h = (h ^ v) * 0x100000001b3ULL ^ (h >> 29);
   w.fingerprint = h;
@@ -182,30 +147,15 @@ inline bool sweeps_before(sweep_direction direction, const tensor_state* a, cons
   return direction == sweep_direction::reverse ? x > y : x < y;
 }
 
-// The plan of walk w's structure for a sweep in `direction`.
-inline std::shared_ptr<const sweep_plan> make_plan(const graph_walk& w, sweep_direction direction) {
-  auto plan = std::make_shared<sweep_plan>();
-  plan->words.assign(w.words.begin(), w.words.end());
-  plan->first_edge.assign(w.first_edge.begin(), w.first_edge.end());
-  plan->edges.assign(w.edges.begin(), w.edges.end());
-  plan->needed.resize(w.states.size());
+// The node positions of walk w in sweep order, appended to `order`.
+template <class Vector>
+void sort_nodes(Vector& order, const graph_walk& w, sweep_direction direction) {
   for (std::uint32_t p = 0; p < w.states.size(); ++p) {
-    if (!w.states[p]->grad_fn) continue;
-    plan->order.push_back(p);
-    for (std::uint32_t e = w.first_edge[p]; e < w.first_edge[p + 1]; ++e) {
-      plan->needed[p].push_back(w.edges[e] != no_position);
-    }
+    if (w.states[p]->grad_fn) order.push_back(p);
   }
-  std::ranges::sort(plan->order, [&](std::uint32_t a, std::uint32_t b) {
+  std::ranges::sort(order, [&](std::uint32_t a, std::uint32_t b) {
     return sweeps_before(direction, w.states[a], w.states[b]);
   });
-  if (direction == sweep_direction::forward) {
-    plan->readers.assign(w.states.size(), 0);
-    for (const std::uint32_t q : w.edges) {
-      if (q != no_position) ++plan->readers[q];
-    }
-  }
-  return plan;
 }
 
 // True when `plan` is the plan of walk w's structure, its nodes made in the plan's order.
@@ -220,125 +170,70 @@ inline bool plan_fits(const sweep_plan& plan, const graph_walk& w, sweep_directi
   return true;
 }
 
-// The plan of walk w's graph for a sweep in `direction` from position `start`: from the runtime's
-// cache, or made now and kept in place of a plan under its key that does not fit.
-inline std::shared_ptr<const sweep_plan> plan_for(EagerRuntime& rt, const graph_walk& w,
-                                                  sweep_direction direction, std::uint32_t start) {
-  const plan_key key{w.fingerprint, direction, start};
-  auto plan = rt.prepared_derivative_plans().find(
-      key, [&](const std::shared_ptr<const sweep_plan>& p) { return plan_fits(*p, w, direction); });
-  if (plan) return std::move(*plan);
-  auto made = make_plan(w, direction);
-  const std::size_t bytes = made->bytes();
-  rt.prepared_derivative_plans().insert_or_assign(key, made, bytes);
-  return made;
-}
-
-// The forward sweep of forward_sweep<kernel_sweep>, run by plan on walk w's graph from position
-// `start` (not the output's).
-inline std::optional<Tensor> replay_forward(const sweep_plan& plan, const graph_walk& w, std::uint32_t start,
-                                            Tensor tangent, std::pmr::memory_resource* mem) {
-  std::pmr::vector<std::optional<Tensor>> tan(w.states.size(), mem);
-  std::pmr::vector<std::uint32_t> readers(plan.readers.begin(), plan.readers.end(), mem);
-  tan[start] = std::move(tangent);
-  std::pmr::vector<const Tensor*> in_tan(mem);
-  for (const std::uint32_t p : plan.order) {
-    if (p == start) continue;
-    const tensor_state& s = *w.states[p];
-    const std::uint32_t* edge = plan.edges.data() + plan.first_edge[p];
-    const std::size_t inputs = plan.first_edge[p + 1] - plan.first_edge[p];
-    in_tan.assign(inputs, nullptr);
-    bool any = false;
-    for (std::size_t k = 0; k < inputs; ++k) {
-      if (edge[k] != no_position && tan[edge[k]]) in_tan[k] = &*tan[edge[k]], any = true;
+// The node positions of walk w in sweep order: the runtime's plan when its AdContext has prepared
+// derivatives on and every value is small (made now and kept in place of a plan under its key
+// that does not fit, on a miss), else sorted now.
+class sweep_order {
+ public:
+  sweep_order(const graph_walk& w, sweep_direction direction, std::uint32_t start,
+              std::pmr::memory_resource* mem)
+      : own_(mem) {
+    EagerRuntime& rt = *w.states[0]->runtime;
+    if (!w.small || !rt.ad_context().prepared_derivatives()) {
+      sort_nodes(own_, w, direction);
+      view_ = own_;
+      return;
     }
-    if (any) tan[p] = s.grad_fn->jvp(s.value(), std::span<const Tensor* const>(in_tan.data(), inputs));
-    for (std::size_t k = 0; k < inputs; ++k) {
-      if (edge[k] != no_position && --readers[edge[k]] == 0) tan[edge[k]].reset();
+    const plan_key key{w.fingerprint, direction, start};
+    auto kept = rt.prepared_derivative_plans().find(
+        key, [&](const std::shared_ptr<const sweep_plan>& p) { return plan_fits(*p, w, direction); });
+    if (kept) {
+      plan_ = std::move(*kept);
+    } else {
+      auto made = std::make_shared<sweep_plan>();
+      made->words.assign(w.words.begin(), w.words.end());
+      sort_nodes(made->order, w, direction);
+      const std::size_t bytes = made->bytes();
+      plan_ = made;
+      rt.prepared_derivative_plans().insert_or_assign(key, plan_, bytes);
     }
+    view_ = plan_->order;
   }
-  return std::move(tan[0]);
-}
+  std::span<const std::uint32_t> positions() const noexcept { return view_; }
 
-// The reverse sweep of reverse_sweep<kernel_sweep>, run by plan on walk w's graph.
-inline sweep_result<EagerTensor> replay_reverse(const sweep_plan& plan, const graph_walk& w, Tensor seed,
-                                                const tensor_state* target, std::pmr::memory_resource* mem) {
-  const std::size_t m = w.states.size();
-  std::pmr::vector<std::optional<Tensor>> cot(m, mem);
-  std::pmr::vector<char> zero(m, 0, mem);
+ private:
+  std::shared_ptr<const sweep_plan> plan_;
+  std::pmr::vector<std::uint32_t> own_;
+  std::span<const std::uint32_t> view_;
+};
+
+TENFERRO_INLINE sweep_result reverse_sweep(const tensor_state* root, const EagerTensor& seed,
+                                           const tensor_state* target, bool recorded,
+                                           std::pmr::memory_resource* mem) {
+  graph_walk w(mem);
+  walk_graph(w, root, root->runtime->backend());
+  const sweep_order order(w, sweep_direction::reverse, 0, mem);
   auto keep = [&](const tensor_state* s) { return target ? s == target : s->slot != nullptr; };
-  cot[0] = std::move(seed);
-  for (const std::uint32_t p : plan.order) {
-    const tensor_state& s = *w.states[p];
-    const std::uint32_t* edge = plan.edges.data() + plan.first_edge[p];
-    const std::size_t inputs = plan.first_edge[p + 1] - plan.first_edge[p];
-    if (!cot[p]) {  // reached with a zero cotangent: so are its tracked inputs
-      if (zero[p]) {
-        for (std::size_t k = 0; k < inputs; ++k) {
-          if (edge[k] != no_position) zero[edge[k]] = 1;
-        }
-      }
-      continue;
-    }
-    auto in_cot = s.grad_fn->vjp(s.value(), *cot[p], plan.needed[p]);
-    vjp_rules_run().fetch_add(1, std::memory_order_relaxed);
-    for (std::size_t k = 0; k < std::min(inputs, in_cot.size()); ++k) {
-      const std::uint32_t q = edge[k];
-      if (q == no_position) continue;
-      if (!in_cot[k]) {
-        zero[q] = 1;
-      } else if (!cot[q]) {
-        cot[q] = std::move(*in_cot[k]);
-      } else {
-        cpu::add_into(*cot[q], *in_cot[k]);  // (a shared buffer is copied first)
-      }
-    }
-    if (!keep(&s)) cot[p].reset();
-  }
-  sweep_result<EagerTensor> r{value_map<EagerTensor>(mem), std::pmr::unordered_set<const tensor_state*>(mem)};
-  for (std::size_t p = 0; p < m; ++p) {
-    const tensor_state* s = w.states[p];
-    if (cot[p]) r.cot.emplace(s, EagerTensor::from_tensor_in(std::move(*cot[p]), s->runtime));
-    if (zero[p]) r.zero.insert(s);
-  }
-  return r;
+  if (recorded) return run_reverse<traced_sweep>(w, order.positions(), seed, keep, mem);
+  if (w.small) return run_reverse<tensor_sweep>(w, order.positions(), seed.materialized(), keep, mem);
+  return run_reverse<kernel_sweep>(w, order.positions(), seed, keep, mem);
 }
 
-TENFERRO_INLINE sweep_result<EagerTensor> kernel_reverse_sweep(const tensor_state* root,
-                                                               const EagerTensor& seed,
-                                                               const tensor_state* target,
-                                                               std::pmr::memory_resource* mem) {
-  EagerRuntime& rt = *root->runtime;
-  if (root->grad_fn && rt.ad_context().prepared_derivatives()) {
-    graph_walk w(mem);
-    walk_graph(w, root, rt.backend());
-    if (w.plannable) {
-      const auto plan = plan_for(rt, w, sweep_direction::reverse, 0);
-      return replay_reverse(*plan, w, seed.materialized(), target, mem);
-    }
-  }
-  auto keep = [&](const tensor_state* s) { return target ? s == target : s->slot != nullptr; };
-  return reverse_sweep<kernel_sweep>(root, seed, mem, keep);
-}
-
-TENFERRO_INLINE std::optional<EagerTensor> kernel_forward_sweep(const tensor_state* root,
-                                                                const tensor_state* wrt,
-                                                                const EagerTensor& tangent,
-                                                                std::pmr::memory_resource* mem) {
-  EagerRuntime& rt = *root->runtime;
-  if (root != wrt && root->grad_fn && rt.ad_context().prepared_derivatives()) {
-    graph_walk w(mem);
-    walk_graph(w, root, rt.backend());
-    const auto at = std::ranges::find(w.states, wrt);
-    if (w.plannable && at != w.states.end()) {
-      const auto start = static_cast<std::uint32_t>(at - w.states.begin());
-      const auto plan = plan_for(rt, w, sweep_direction::forward, start);
-      auto t = replay_forward(*plan, w, start, tangent.materialized(), mem);
-      if (!t) return std::nullopt;
-      return EagerTensor::from_tensor_in(std::move(*t), root->runtime);
-    }
-  }
-  return forward_sweep<kernel_sweep>(root, wrt, tangent, mem);
+TENFERRO_INLINE std::optional<EagerTensor> forward_sweep(const tensor_state* root, const tensor_state* wrt,
+                                                         const EagerTensor& tangent, bool recorded,
+                                                         std::pmr::memory_resource* mem) {
+  if (root == wrt) return tangent;
+  graph_walk w(mem);
+  walk_graph(w, root, root->runtime->backend());
+  const auto at = std::ranges::find(w.states, wrt);
+  if (at == w.states.end()) return std::nullopt;  // no gradient flows from root to wrt
+  const auto start = static_cast<std::uint32_t>(at - w.states.begin());
+  const sweep_order order(w, sweep_direction::forward, start, mem);
+  if (recorded) return run_forward<traced_sweep>(w, order.positions(), start, tangent, mem);
+  if (!w.small) return run_forward<kernel_sweep>(w, order.positions(), start, tangent, mem);
+  auto t = run_forward<tensor_sweep>(w, order.positions(), start, tangent.materialized(), mem);
+  if (!t) return std::nullopt;
+  return EagerTensor::from_tensor_in(std::move(*t), root->runtime);
 }
 
 }  // namespace tenferro::detail::ad

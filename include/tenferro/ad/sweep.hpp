@@ -1,11 +1,20 @@
 // The two sweeps every derivative of a recorded graph runs: reverse (cotangents from an output back
-// to the values it depends on) and forward (tangents from one value to an output), each either on
-// Tensors with the kernel rules (kernel_sweep) or on EagerTensors with recorded ops (traced_sweep).
+// to the values it depends on) and forward (tangents from one value to an output).
 //
 // Reverse mode is ONE sweep from the output over the nodes that reach it, in reverse creation
 // order (a topological order), summing cotangents where a value is used twice. Forward mode walks
-// the same nodes in creation order. ad/plan.hpp keeps what a kernel sweep learns about a graph's
-// structure, so the next graph of the same structure skips the walk's bookkeeping.
+// the same nodes in creation order. Both sweeps read the graph as one walk from the output gives it
+// (graph_walk: every value a gradient flows into at a position, and how the nodes connect) and run
+// over the node positions in sweep order, which the runtime keeps per structure (ad/plan.hpp). One
+// executor per direction, run with one of three policies:
+//
+// - tensor_sweep: kernel rules on Tensors, recording nothing (backward(), and transforms while
+//   recording is off, when every value is small);
+// - kernel_sweep: the same on EagerTensors, where large elementwise ops run their traced rules with
+//   recording off instead, which defers them (ad/deferred.hpp): a backward sweep over large
+//   elementwise ops computes its cotangents in few fused passes;
+// - traced_sweep: rules recorded with the runtime's ops, so results can be differentiated again
+//   (transforms while recording is on, backward with create_graph).
 #pragma once
 
 #include <tenferro/ad/ops.hpp>
@@ -14,8 +23,10 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory_resource>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -35,34 +46,49 @@ struct sweep_arena {
   std::pmr::monotonic_buffer_resource resource{buffer.data(), buffer.size()};
 };
 
-// The recorded states `root` depends on (root included), outputs before inputs.
-inline std::pmr::vector<const tensor_state*> graph_of(const tensor_state* root,
-                                                      std::pmr::memory_resource* mem) {
-  std::pmr::vector<const tensor_state*> order(mem);
-  std::pmr::unordered_set<const tensor_state*> seen(mem);
-  seen.insert(root);
-  if (root->grad_fn) order.push_back(root);
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    for (const auto& in : order[i]->grad_fn->inputs()) {
-      if (in->grad_fn && seen.insert(in.get()).second) order.push_back(in.get());
-    }
+inline constexpr std::uint32_t no_position = ~std::uint32_t{0};
+
+// A graph's structure as one walk from its output reads it (ad/plan.hpp writes it): the values a
+// gradient flows into by position, the output at 0, and per position one word (a leaf, or a node
+// and its input count) followed, for a node, by one word per input: the input's position, or
+// no_position when no gradient flows into it.
+struct graph_walk {
+  explicit graph_walk(std::pmr::memory_resource* mem) : states(mem), words(mem), at(mem) {}
+
+  enum : std::uint64_t { leaf = 1ULL << 62, op = 2ULL << 62, flows = 3ULL << 62 };
+
+  std::pmr::vector<const tensor_state*> states;
+  std::pmr::vector<std::uint64_t> words;
+  std::pmr::vector<std::uint32_t> at;  // by position: the index of its word
+  std::uint64_t fingerprint = 0;
+  bool small = true;  // no value a deferred pass would take
+
+  std::size_t inputs(std::uint32_t p) const noexcept { return words[at[p]] & ~(3ULL << 62); }
+  // The position input k of node p flows into, or no_position.
+  std::uint32_t edge(std::uint32_t p, std::size_t k) const noexcept {
+    return static_cast<std::uint32_t>(words[at[p] + 1 + k]);
   }
-  std::sort(order.begin(), order.end(), [](const tensor_state* a, const tensor_state* b) {
-    return a->grad_fn->sequence() > b->grad_fn->sequence();
-  });
-  return order;
-}
+};
 
 // A new handle on a state of the graph.
 inline EagerTensor handle(const tensor_state& s) {
   return EagerTensor(std::const_pointer_cast<tensor_state>(s.shared_from_this()));
 }
 
-// The two ways a sweep runs. Both carry EagerTensors; the kernel sweep's are untracked.
-//
-// kernel_sweep: rules run as fused kernels on Tensors, recording nothing; large elementwise ops
-// run their traced rules with recording off instead, which defers them (ad/deferred.hpp), so a
-// backward sweep over large elementwise ops computes its cotangents in few fused passes.
+struct tensor_sweep {
+  using value = Tensor;
+  static void accumulate(Tensor& acc, const Tensor& b) { cpu::add_into(acc, b); }  // (copies a shared buffer)
+  static auto vjp(const node& n, const tensor_state& s, const Tensor& c, const std::vector<bool>& needed) {
+    return n.vjp(s.value(), c, needed);
+  }
+  static Tensor jvp(const node& n, const tensor_state& s, std::span<const Tensor* const> t) {
+    return n.jvp(s.value(), t);
+  }
+  static EagerTensor eager(Tensor v, const tensor_state& s) {
+    return EagerTensor::from_tensor_in(std::move(v), s.runtime);
+  }
+};
+
 struct kernel_sweep {
   using value = EagerTensor;
   static void accumulate(EagerTensor& acc, const EagerTensor& b) {
@@ -98,9 +124,9 @@ struct kernel_sweep {
     return EagerTensor::from_tensor_in(
         n.jvp(s.value(), std::span<const Tensor* const>(tangents.data(), tangents.size())), s.runtime);
   }
+  static EagerTensor eager(EagerTensor v, const tensor_state&) { return v; }
 };
 
-// traced_sweep: rules recorded with the runtime's ops (results differentiable again).
 struct traced_sweep {
   using value = EagerTensor;
   static void accumulate(EagerTensor& acc, const EagerTensor& b) { acc = acc.add(b); }
@@ -111,23 +137,24 @@ struct traced_sweep {
   static EagerTensor jvp(const node& n, const tensor_state& s, std::span<const EagerTensor* const> t) {
     return n.jvp_traced(handle(s), t);
   }
+  static EagerTensor eager(EagerTensor v, const tensor_state&) { return v; }
 };
 
 template <class V>
 using value_map = std::pmr::unordered_map<const tensor_state*, V>;
 
-// What a reverse sweep leaves: the summed cotangent of every tracked state reached (leaves and
-// intermediates), and the tracked states reached through recorded ops whose cotangent is zero by
-// the rules alone (sign, comparisons: a rule returned none). Those get zeros where a caller asks for
-// them (zeros_for): a leaf reached through recorded ops has a gradient, whatever the rules.
-template <class V>
+// What a reverse sweep leaves: the summed cotangent of every tracked state kept (leaves, and the
+// states the caller asked for), and the tracked states reached through recorded ops whose cotangent
+// is zero by the rules alone (sign, comparisons: a rule returned none). Those get zeros where a
+// caller asks for them (zeros_for): a leaf reached through recorded ops has a gradient, whatever
+// the rules.
 struct sweep_result {
-  value_map<V> cot;
+  value_map<EagerTensor> cot;
   std::pmr::unordered_set<const tensor_state*> zero;
 
   // The cotangent of s: its sum, zeros when it was reached only with zero, nullopt when the
   // output does not depend on it.
-  std::optional<V> of(const tensor_state* s) const {
+  std::optional<EagerTensor> of(const tensor_state* s) const {
     if (auto it = cot.find(s); it != cot.end()) return it->second;
     if (zero.contains(s)) return zeros_for(*s);
     return std::nullopt;
@@ -142,80 +169,91 @@ struct sweep_result {
   }
 };
 
-// Reverse sweep from `root` with cotangent `seed`. The cotangent of an intermediate state is
-// released once its node's rule has consumed it (nothing reaches a state after its node), unless
-// keep(state): the result holds the cotangents of the states kept and of the leaves reached.
+// The reverse sweep of walk w's graph with cotangent `seed` at the output, over the node positions
+// `order` (reverse creation order). A state's cotangent is released once its node's rule has
+// consumed it (nothing reaches a state after its node), unless keep(state): the result holds the
+// cotangents of the states kept and of the leaves reached.
 template <class Sweep, class Keep>
-sweep_result<typename Sweep::value> reverse_sweep(const tensor_state* root, typename Sweep::value seed,
-                                                  std::pmr::memory_resource* mem, Keep&& keep) {
-  sweep_result<typename Sweep::value> r{value_map<typename Sweep::value>(mem),
-                                        std::pmr::unordered_set<const tensor_state*>(mem)};
-  auto& cot = r.cot;
-  cot.emplace(root, std::move(seed));
+sweep_result run_reverse(const graph_walk& w, std::span<const std::uint32_t> order,
+                         typename Sweep::value seed, Keep&& keep, std::pmr::memory_resource* mem) {
+  const std::size_t m = w.states.size();
+  std::pmr::vector<std::optional<typename Sweep::value>> cot(m, mem);
+  std::pmr::vector<char> zero(m, 0, mem);
   std::vector<bool> needed;
-  for (const tensor_state* s : graph_of(root, mem)) {
-    const node& n = *s->grad_fn;
-    auto it = cot.find(s);
-    if (it == cot.end()) {  // reached with a zero cotangent: so are its tracked inputs
-      if (r.zero.contains(s)) {
-        for (const auto& in : n.inputs()) {
-          if (in->gradient_flows()) r.zero.insert(in.get());
+  cot[0] = std::move(seed);
+  for (const std::uint32_t p : order) {
+    const tensor_state& s = *w.states[p];
+    const std::size_t inputs = w.inputs(p);
+    if (!cot[p]) {  // reached with a zero cotangent: so are its tracked inputs
+      if (zero[p]) {
+        for (std::size_t k = 0; k < inputs; ++k) {
+          if (w.edge(p, k) != no_position) zero[w.edge(p, k)] = 1;
         }
       }
       continue;
     }
     needed.clear();
-    for (const auto& in : n.inputs()) needed.push_back(in->gradient_flows());
-    auto in_cot = Sweep::vjp(n, *s, it->second, needed);
+    for (std::size_t k = 0; k < inputs; ++k) needed.push_back(w.edge(p, k) != no_position);
+    auto in_cot = Sweep::vjp(*s.grad_fn, s, *cot[p], needed);
     vjp_rules_run().fetch_add(1, std::memory_order_relaxed);
-    for (std::size_t k = 0; k < in_cot.size(); ++k) {
+    for (std::size_t k = 0; k < std::min(inputs, in_cot.size()); ++k) {
+      const std::uint32_t q = w.edge(p, k);
+      if (q == no_position) continue;
       if (!in_cot[k]) {
-        if (needed[k]) r.zero.insert(n.inputs()[k].get());
-        continue;
+        zero[q] = 1;
+      } else if (!cot[q]) {
+        cot[q] = std::move(*in_cot[k]);
+      } else {
+        Sweep::accumulate(*cot[q], *in_cot[k]);
       }
-      auto [slot, fresh] = cot.try_emplace(n.inputs()[k].get(), std::move(*in_cot[k]));
-      if (!fresh) Sweep::accumulate(slot->second, *in_cot[k]);
     }
-    if (!keep(s)) cot.erase(s);
+    if (!keep(&s)) cot[p].reset();
+  }
+  sweep_result r{value_map<EagerTensor>(mem), std::pmr::unordered_set<const tensor_state*>(mem)};
+  for (std::size_t p = 0; p < m; ++p) {
+    const tensor_state* s = w.states[p];
+    if (cot[p]) r.cot.emplace(s, Sweep::eager(std::move(*cot[p]), *s));
+    if (zero[p]) r.zero.insert(s);
   }
   return r;
 }
 
-// Forward sweep: the tangent of `root` when `wrt` moves along `tangent` (nullopt: root does not
-// depend on wrt).
+// The forward sweep of walk w's graph: the tangent of the output when the value at position
+// `start` moves along `tangent` (nullopt: the output does not depend on it), over the node
+// positions `order` (creation order). A tangent is released when its last reader has run.
 template <class Sweep>
-std::optional<typename Sweep::value> forward_sweep(const tensor_state* root, const tensor_state* wrt,
-                                                   typename Sweep::value tangent,
-                                                   std::pmr::memory_resource* mem) {
-  if (root == wrt) return tangent;
-  value_map<typename Sweep::value> tan(mem);
-  tan.emplace(wrt, std::move(tangent));
-  const auto order = graph_of(root, mem);
-  // Readers left of each state's tangent: released when its last reader has run.
-  std::pmr::unordered_map<const tensor_state*, std::size_t> readers(mem);
-  for (const tensor_state* s : order) {
-    if (s == wrt) continue;
-    for (const auto& in : s->grad_fn->inputs()) ++readers[in.get()];
+std::optional<typename Sweep::value> run_forward(const graph_walk& w, std::span<const std::uint32_t> order,
+                                                 std::uint32_t start, typename Sweep::value tangent,
+                                                 std::pmr::memory_resource* mem) {
+  using V = typename Sweep::value;
+  if (start == 0) return tangent;
+  std::pmr::vector<std::optional<V>> tan(w.states.size(), mem);
+  std::pmr::vector<std::uint32_t> readers(w.states.size(), 0, mem);
+  for (const std::uint32_t p : order) {
+    if (p == start) continue;
+    for (std::size_t k = 0; k < w.inputs(p); ++k) {
+      if (w.edge(p, k) != no_position) ++readers[w.edge(p, k)];
+    }
   }
-  std::vector<const typename Sweep::value*> in_tan;
-  for (auto s = order.rbegin(); s != order.rend(); ++s) {
-    if (*s == wrt) continue;
-    const node& n = *(*s)->grad_fn;
-    in_tan.clear();
+  tan[start] = std::move(tangent);
+  std::pmr::vector<const V*> in_tan(mem);
+  for (const std::uint32_t p : order) {
+    if (p == start) continue;
+    const tensor_state& s = *w.states[p];
+    const std::size_t inputs = w.inputs(p);
+    in_tan.assign(inputs, nullptr);
     bool any = false;
-    for (const auto& in : n.inputs()) {
-      auto it = tan.find(in.get());
-      in_tan.push_back(it == tan.end() ? nullptr : &it->second);
-      any = any || it != tan.end();
+    for (std::size_t k = 0; k < inputs; ++k) {
+      const std::uint32_t q = w.edge(p, k);
+      if (q != no_position && tan[q]) in_tan[k] = &*tan[q], any = true;
     }
-    if (any) tan.emplace(*s, Sweep::jvp(n, **s, in_tan));
-    for (const auto& in : n.inputs()) {
-      if (--readers[in.get()] == 0) tan.erase(in.get());
+    if (any) tan[p] = Sweep::jvp(*s.grad_fn, s, std::span<const V* const>(in_tan.data(), inputs));
+    for (std::size_t k = 0; k < inputs; ++k) {
+      const std::uint32_t q = w.edge(p, k);
+      if (q != no_position && --readers[q] == 0) tan[q].reset();
     }
   }
-  auto it = tan.find(root);
-  if (it == tan.end()) return std::nullopt;
-  return std::move(it->second);
+  return std::move(tan[0]);
 }
 
 }  // namespace tenferro::detail::ad

@@ -1,8 +1,8 @@
 // Differentiating a recorded graph: backward() into gradient slots, and the functional transforms
 // grad / vjp / jvp of EagerRuntime.
 //
-// The sweeps themselves are in ad/sweep.hpp; kernel sweeps (reverse and forward) run through the
-// runtime's prepared-derivative cache (ad/plan.hpp). Each sweep runs either on Tensors with the fused kernels
+// The sweeps themselves are in ad/sweep.hpp and run through the runtime's prepared-derivative cache
+// (ad/plan.hpp). Each sweep runs either with the fused kernels
 // (backward(), and transforms while recording is off) or on EagerTensors with recorded ops
 // (transforms while recording is on, and backward with create_graph), so results can be
 // differentiated again.
@@ -87,12 +87,9 @@ TENFERRO_INLINE std::optional<EagerTensor> vjp_impl(const EagerTensor& output, c
   if (!output.tracks_grad() || !wrt.tracks_grad()) return std::nullopt;
   sweep_arena arena;
   const tensor_state* target = wrt.state().get();
-  auto keep = [&](const tensor_state* s) { return s == target; };
-  if (NoGradGuard::grad_enabled()) {
-    return reverse_sweep<traced_sweep>(output.state().get(), cotangent, &arena.resource, keep).of(target);
-  }
-  auto g = kernel_reverse_sweep(output.state().get(), cotangent, target, &arena.resource).of(target);
-  if (!g) return std::nullopt;
+  const bool recorded = NoGradGuard::grad_enabled();
+  auto g = reverse_sweep(output.state().get(), cotangent, target, recorded, &arena.resource).of(target);
+  if (!g || recorded) return g;
   return g->tracks_grad() ? g->detach() : *g;  // the seed itself may track
 }
 
@@ -129,13 +126,10 @@ TENFERRO_INLINE std::optional<EagerTensor> EagerRuntime::jvp_optional(const Eage
   detail::ad::check_like("jvp", "tangent", tangent, "'wrt'", wrt);
   if (!output.tracks_grad() || !wrt.tracks_grad()) return std::nullopt;
   detail::ad::sweep_arena arena;
-  if (NoGradGuard::grad_enabled()) {
-    return detail::ad::forward_sweep<detail::ad::traced_sweep>(output.state().get(), wrt.state().get(),
-                                                               tangent, &arena.resource);
-  }
+  const bool recorded = NoGradGuard::grad_enabled();
   auto t =
-      detail::ad::kernel_forward_sweep(output.state().get(), wrt.state().get(), tangent, &arena.resource);
-  if (!t) return std::nullopt;
+      detail::ad::forward_sweep(output.state().get(), wrt.state().get(), tangent, recorded, &arena.resource);
+  if (!t || recorded) return t;
   return t->tracks_grad() ? t->detach() : *t;  // the tangent itself may track
 }
 TENFERRO_INLINE EagerTensor EagerRuntime::jvp(const EagerTensor& output, const EagerTensor& wrt,
@@ -175,10 +169,8 @@ TENFERRO_INLINE void EagerTensor::backward_with(const EagerTensor& seed, Backwar
     }
   };
   detail::ad::sweep_arena arena;
-  auto has_slot = [](const detail::ad::tensor_state* s) { return s->slot != nullptr; };
   if (options.create_graph) {
-    auto r =
-        detail::ad::reverse_sweep<detail::ad::traced_sweep>(state_.get(), seed, &arena.resource, has_slot);
+    auto r = detail::ad::reverse_sweep(state_.get(), seed, nullptr, true, &arena.resource);
     add_zeros(r);
     for (const auto& [state, g] : r.cot) {
       if (!state->slot) continue;
@@ -200,7 +192,7 @@ TENFERRO_INLINE void EagerTensor::backward_with(const EagerTensor& seed, Backwar
     }
     return;
   }
-  auto r = detail::ad::kernel_reverse_sweep(state_.get(), seed, nullptr, &arena.resource);
+  auto r = detail::ad::reverse_sweep(state_.get(), seed, nullptr, false, &arena.resource);
   add_zeros(r);
   std::vector<const detail::ad::tensor_state*> grads;  // deferred leaf gradients: computed together
   for (const auto& [state, g] : r.cot) {
