@@ -109,6 +109,81 @@ void normal_handwritten(benchmark::State& s) {
   });
 }
 
+// The _into forms against the hand-written loops, both writing into outputs allocated once.
+void sum_square_into(benchmark::State& s) {
+  const vec a = random_vec(s.range(0), -1, 1, 1);
+  vec g = vec::from_shape({a.size()});
+  double v = 0;
+  run(s, [&] {
+    ct::value_and_grad_into(sum_square, std::tie(v, g), a);
+    benchmark::DoNotOptimize(v);
+    benchmark::DoNotOptimize(g.data());
+  });
+}
+void sum_square_handwritten_into(benchmark::State& s) {
+  const vec a = random_vec(s.range(0), -1, 1, 1);
+  vec g = vec::from_shape({a.size()});
+  run(s, [&] {
+    benchmark::DoNotOptimize(handwritten::sum_square(a.data(), g.data(), a.size()));
+    benchmark::DoNotOptimize(g.data());
+  });
+}
+void sin_exp_into(benchmark::State& s) {
+  const vec a = random_vec(s.range(0), -1, 1, 1), b = random_vec(s.range(0), -1, 1, 2);
+  vec ga = vec::from_shape({a.size()}), gb = vec::from_shape({a.size()});
+  double v = 0;
+  run(s, [&] {
+    ct::value_and_grad_into(sin_exp, std::tie(v, ga, gb), a, b);
+    benchmark::DoNotOptimize(v);
+    benchmark::DoNotOptimize(ga.data());
+  });
+}
+void sin_exp_handwritten_into(benchmark::State& s) {
+  const vec a = random_vec(s.range(0), -1, 1, 1), b = random_vec(s.range(0), -1, 1, 2);
+  vec ga = vec::from_shape({a.size()}), gb = vec::from_shape({a.size()});
+  run(s, [&] {
+    benchmark::DoNotOptimize(handwritten::sin_exp(a.data(), b.data(), ga.data(), gb.data(), a.size()));
+    benchmark::DoNotOptimize(ga.data());
+  });
+}
+void lse_into(benchmark::State& s) {
+  const vec a = random_vec(s.range(0), -5, 5, 1);
+  vec g = vec::from_shape({a.size()});
+  double v = 0;
+  run(s, [&] {
+    ct::value_and_grad_into(lse, std::tie(v, g), a);
+    benchmark::DoNotOptimize(v);
+    benchmark::DoNotOptimize(g.data());
+  });
+}
+void lse_handwritten_into(benchmark::State& s) {
+  const vec a = random_vec(s.range(0), -5, 5, 1);
+  vec g = vec::from_shape({a.size()});
+  run(s, [&] {
+    benchmark::DoNotOptimize(handwritten::log_sum_exp(a.data(), g.data(), a.size()));
+    benchmark::DoNotOptimize(g.data());
+  });
+}
+void normal_into(benchmark::State& s) {
+  const vec a = random_vec(s.range(0), -3, 3, 1);
+  vec g = vec::from_shape({a.size()});
+  double v = 0, dmu = 0, dsigma = 0;
+  run(s, [&] {
+    ct::value_and_grad_into(normal, std::tie(v, g, dmu, dsigma), a, 0.3, 1.7);
+    benchmark::DoNotOptimize(v);
+    benchmark::DoNotOptimize(dsigma);
+    benchmark::DoNotOptimize(g.data());
+  });
+}
+void normal_handwritten_into(benchmark::State& s) {
+  const vec a = random_vec(s.range(0), -3, 3, 1);
+  vec g = vec::from_shape({a.size()});
+  run(s, [&] {
+    benchmark::DoNotOptimize(handwritten::normal_log_pdf(a.data(), 0.3, 1.7, g.data(), a.size()));
+    benchmark::DoNotOptimize(g.data());
+  });
+}
+
 // SIMD math alone, xsimd 8's functions against tenferro's (math.hpp, math_pow.hpp), on 4096 doubles in [-3,
 // 3] (in L1): what the elementwise kernels spend on exp, sin and cos. (Batches with |x| <= pi/4 in every lane
 // are xsimd's fastest case for sin and cos; tenferro's is about as fast there.)
@@ -164,7 +239,7 @@ void math_pow_tenferro(benchmark::State& s) {
 }
 
 void sizes(benchmark::internal::Benchmark* b) {
-  for (long n : {1000L, 100000L, 1000000L}) b->Args({n, 1});
+  for (long n : {1L, 16L, 1000L, 10000L, 100000L, 1000000L}) b->Args({n, 1});
   b->Args({10000000L, 1});
   b->Args({10000000L, 2});
   b->Unit(benchmark::kMicrosecond);
@@ -184,6 +259,14 @@ BENCHMARK(lse_handwritten)->Apply(sizes);
 BENCHMARK(normal_value_and_grad)->Apply(sizes);
 BENCHMARK(normal_value)->Apply(sizes);
 BENCHMARK(normal_handwritten)->Apply(sizes);
+BENCHMARK(sum_square_into)->Apply(sizes);
+BENCHMARK(sum_square_handwritten_into)->Apply(sizes);
+BENCHMARK(sin_exp_into)->Apply(sizes);
+BENCHMARK(sin_exp_handwritten_into)->Apply(sizes);
+BENCHMARK(lse_into)->Apply(sizes);
+BENCHMARK(lse_handwritten_into)->Apply(sizes);
+BENCHMARK(normal_into)->Apply(sizes);
+BENCHMARK(normal_handwritten_into)->Apply(sizes);
 BENCHMARK(math_exp_xsimd);
 BENCHMARK(math_exp_tenferro);
 BENCHMARK(math_sin_xsimd);

@@ -82,7 +82,8 @@ inline double sin_exp(const double* x, const double* y, double* gx, double* gy, 
   return xsimd::hadd(acc);
 }
 
-// (3) log Σ exp(x) = m + log Σ exp(x - m), gradient softmax: max pass, sum pass, gradient pass
+// (3) log Σ exp(x) = m + log Σ exp(x - m), gradient softmax: a max pass, a pass that stores
+//     exp(x - m) into the gradient while it sums, and a pass that scales the gradient by 1 / sum
 inline double log_sum_exp(const double* x, double* gx, std::size_t n) {
   B mx(-std::numeric_limits<double>::infinity());
   std::size_t i = 0;
@@ -94,13 +95,20 @@ inline double log_sum_exp(const double* x, double* gx, std::size_t n) {
   for (std::size_t k = i; k < n; ++k) m = std::max(m, x[k]);
   B acc(0.0);
   const B bm(m);
-  for (i = 0; i + W <= n; i += W) acc += tenferro::expr::math::exp(B::load_unaligned(x + i) - bm);
-  if (i < n) acc += lanes_below(n - i, tenferro::expr::math::exp(load_tail(x + i, n - i) - bm), 0.0);
+  for (i = 0; i + W <= n; i += W) {
+    const B e = tenferro::expr::math::exp(B::load_unaligned(x + i) - bm);
+    acc += e;
+    e.store_unaligned(gx + i);
+  }
+  if (i < n) {
+    const B e = tenferro::expr::math::exp(load_tail(x + i, n - i) - bm);
+    acc += lanes_below(n - i, e, 0.0);
+    store_tail(e, gx + i, n - i);
+  }
   const double s = xsimd::hadd(acc);
   const B inv(1.0 / s);
-  for (i = 0; i + W <= n; i += W)
-    (tenferro::expr::math::exp(B::load_unaligned(x + i) - bm) * inv).store_unaligned(gx + i);
-  if (i < n) store_tail(tenferro::expr::math::exp(load_tail(x + i, n - i) - bm) * inv, gx + i, n - i);
+  for (i = 0; i + W <= n; i += W) (B::load_unaligned(gx + i) * inv).store_unaligned(gx + i);
+  for (; i < n; ++i) gx[i] *= 1.0 / s;
   return m + std::log(s);
 }
 

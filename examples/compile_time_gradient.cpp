@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <vector>
 
 int main() {
   namespace ct = tenferro::expr;
@@ -34,6 +35,23 @@ int main() {
   std::cout << "log p  = " << fit.value << ", d/dmu = " << std::get<1>(fit.grad)
             << ", d/dsigma = " << std::get<2>(fit.grad) << "\n";
 
+  // An inner loop that allocates nothing: the value and gradients go into memory it owns (here a
+  // plain std::vector seen through xt::adapt), a gradient-descent step at a time.
+  std::vector<double> gx_memory(X.size()), gy_memory(Y.size());
+  const std::vector<std::size_t> shape{X.size()};
+  auto gx_out =
+      xt::adapt<xt::layout_type::column_major>(gx_memory.data(), X.size(), xt::no_ownership(), shape);
+  auto gy_out =
+      xt::adapt<xt::layout_type::column_major>(gy_memory.data(), Y.size(), xt::no_ownership(), shape);
+  vec Xs = X, Ys = Y;
+  double step_loss = 0;
+  for (int step = 0; step < 3; ++step) {
+    ct::value_and_grad_into(ct::sum(f), std::tie(step_loss, gx_out, gy_out), Xs, Ys);
+    std::cout << "step " << step << ": sum(f) = " << step_loss << "\n";
+    Xs -= 0.01 * gx_out;
+    Ys -= 0.01 * gy_out;
+  }
+
   // Check against the closed forms, so this example fails loudly if anything is off.
   double expected_loss = 0;
   bool ok = true;
@@ -43,6 +61,7 @@ int main() {
     ok = ok && std::abs(gx(i) - expected_gx) < 1e-12;
   }
   ok = ok && std::abs(loss - expected_loss) < 1e-12;
+  ok = ok && gx_memory[0] != 0.0 && step_loss < loss;  // the steps went downhill
   std::cout << (ok ? "gradients match the closed forms\n" : "MISMATCH\n");
   return ok ? 0 : 1;
 }

@@ -5,5 +5,6 @@
 #include <tenferro/expr/build.hpp>
 #include <tenferro/expr/derivative.hpp>
 #include <tenferro/expr/eval/api.hpp>
+#include <tenferro/expr/eval/into.hpp>
 #include <tenferro/expr/nodes.hpp>
 #include <tenferro/expr/to_string.hpp>

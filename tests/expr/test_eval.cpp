@@ -164,35 +164,6 @@ TEST_CASE("vjp and jvp with known numbers") {
   CHECK(with_scalar.tangent(1) == 3.0 + 3.0);
 }
 
-TEST_CASE("eval_into and vjp_into write into arrays the caller shaped") {
-  const vec a = column_major_array<double>(xt::xarray<double>{{1, 2, 3}, {4, 5, 6}});
-  const vec b = {10.0, 20.0, 30.0};
-  auto out = vec::from_shape({2, 3});
-  detail::eval_into(out, sin(x) * 2.0, a);  // read in place
-  CHECK(out(1, 2) == Approx(2.0 * std::sin(6.0)));
-  detail::eval_into(out, x * y, a, b);  // b broadcast through a copy
-  CHECK(out(1, 2) == 180.0);
-  CHECK(out(0, 1) == 40.0);
-  auto wrong = vec::from_shape({3, 2});
-  const std::string text =
-      error_text([&] { detail::eval_into(wrong, x * y, a, b); }, ErrorKind::ShapeMismatch);
-  CHECK(text.find("[2, 3]") != std::string::npos);
-  CHECK(text.find("[3, 2]") != std::string::npos);
-
-  const vec u = {1.0, 2.0, 3.0}, v = {4.0, 5.0, 6.0}, g = {1.0, 0.5, 0.25};
-  auto gu = vec::from_shape({3});
-  auto gv = vec::from_shape({3});
-  std::array<vec*, 2> grads{&gu, &gv};
-  detail::vjp_into<double>(std::span<vec* const, 2>(grads), x * exp(y), g, u, v);
-  for (std::size_t i = 0; i < 3; ++i) {
-    CHECK(gu(i) == Approx(std::exp(v(i)) * g(i)));
-    CHECK(gv(i) == Approx(u(i) * std::exp(v(i)) * g(i)));
-  }
-  CHECK(error_text([&] { detail::vjp_into<double>(std::span<vec* const, 2>(grads), x * y, vec{1.0}, u, v); },
-                   ErrorKind::ShapeMismatch)
-            .find("[3]") != std::string::npos);
-}
-
 TEST_CASE("inputs of any layout, element type and kind") {
   const xt::xarray<double, xt::layout_type::row_major> rm = {{1, 2, 3}, {4, 5, 6}};
   auto r = eval(x * 2.0, rm);

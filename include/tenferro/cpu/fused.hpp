@@ -250,7 +250,7 @@ Tensor fused_kernels<E>::forward(const E& e, std::span<const Tensor> in, std::st
           expr::detail::check_compute_type<T>(op, e);
           Tensor r = Tensor::for_overwrite<T>(in[0].extents());
           [&]<std::size_t... K>(std::index_sequence<K...>) {
-            expr::detail::eval_into(r.mutable_array<T>(), e, in[K].typed<T>()...);
+            expr::eval_into(e, r.mutable_array<T>(), in[K].typed<T>()...);
           }
           (std::make_index_sequence<arity>{});
           return r;
@@ -347,8 +347,7 @@ std::vector<Tensor> fused_kernels<E>::vjp(const E& e, std::span<const Tensor> in
         std::array<column_major_array<T>*, arity> grads;
         for (std::size_t k = 0; k < arity; ++k) grads[k] = &out[k].template mutable_array<T>();
         [&]<std::size_t... K>(std::index_sequence<K...>) {
-          expr::detail::vjp_into<T>(std::span<column_major_array<T>* const, arity>(grads), e,
-                                    cotangent.typed<T>(), in[K].typed<T>()...);
+          expr::vjp_into(e, cotangent.typed<T>(), std::tie(*grads[K]...), in[K].typed<T>()...);
         }
         (std::make_index_sequence<arity>{});
         return out;

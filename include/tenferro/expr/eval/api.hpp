@@ -60,6 +60,31 @@ auto eval_with(const E& e, const In&... in) {
   }
 }
 
+// Each tangent of a jvp has its input's shape (a scalar for a scalar).
+template <class... In, class... Tn>
+void check_tangents(std::string_view op, const std::tuple<In...>& inputs, const std::tuple<Tn...>& tangents) {
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto check = [&](std::size_t k, const auto& input, const auto& tangent) {
+      using I = std::remove_cvref_t<decltype(input)>;
+      using D = std::remove_cvref_t<decltype(tangent)>;
+      if constexpr (ArrayInput<I> != ArrayInput<D>) {
+        throw_error(ErrorKind::ShapeMismatch, op,
+                    {"argument 'tangents' ", k, ArrayInput<I> ? " is a scalar" : " is an array",
+                     " but input ", k, ArrayInput<I> ? " is an array" : " is a scalar"});
+      } else if constexpr (ArrayInput<I>) {
+        const Shape si = shape_of(container_of(input));
+        const Shape st = shape_of(container_of(tangent));
+        if (si != st) {
+          throw_error(ErrorKind::ShapeMismatch, op,
+                      {"argument 'tangents' ", k, " has shape ", st, " but input ", k, " has shape ", si});
+        }
+      }
+    };
+    (check(K, std::get<K>(inputs), std::get<K>(tangents)), ...);
+  }
+  (std::index_sequence_for<In...>{});
+}
+
 }  // namespace detail
 
 // The value of e: a T for a scalar expression (a reduction or an expression of reductions), else
@@ -159,27 +184,7 @@ auto jvp(const E& e, const std::tuple<In...>& inputs, const std::tuple<Tn...>& t
                 "jvp: derivatives need a floating compute type: convert integer inputs to float or double");
   static_assert(!Complex<T> || complex_differentiable<E>,
                 "jvp: a derivative rule of this expression has no complex form");
-  // Each tangent has its input's shape (scalars for scalars).
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    auto check = [&](std::size_t k, const auto& input, const auto& tangent) {
-      using I = std::remove_cvref_t<decltype(input)>;
-      using D = std::remove_cvref_t<decltype(tangent)>;
-      if constexpr (ArrayInput<I> != ArrayInput<D>) {
-        throw_error(ErrorKind::ShapeMismatch, "jvp",
-                    {"argument 'tangents' ", k, ArrayInput<I> ? " is a scalar" : " is an array",
-                     " but input ", k, ArrayInput<I> ? " is an array" : " is a scalar"});
-      } else if constexpr (ArrayInput<I>) {
-        const Shape si = detail::shape_of(detail::container_of(input));
-        const Shape st = detail::shape_of(detail::container_of(tangent));
-        if (si != st) {
-          throw_error(ErrorKind::ShapeMismatch, "jvp",
-                      {"argument 'tangents' ", k, " has shape ", st, " but input ", k, " has shape ", si});
-        }
-      }
-    };
-    (check(K, std::get<K>(inputs), std::get<K>(tangents)), ...);
-  }
-  (std::make_index_sequence<N>{});
+  detail::check_tangents("jvp", inputs, tangents);
 
   auto run = [&](const auto&... all) {
     detail::binding<T, std::remove_cvref_t<decltype(all)>...> b("jvp", N, all...);

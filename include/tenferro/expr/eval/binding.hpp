@@ -199,13 +199,11 @@ column_major_array<T> new_array(const Shape& shape) {
   return column_major_array<T>(array_shape<T>(shape));
 }
 
-// Runs `outs` (the outputs that precede the gradients, bound to `first`) and the gradient outputs
-// of every input, writing each gradient into `grads` (constructed by gradient_init), then sums the
-// gradients of broadcast inputs of several elements back to their shapes.
-template <class T, class Leaves, class... Firsts, class... Outs, class E, class Cot, class... In>
-void run_with_gradients(const Leaves& leaves, std::size_t n, std::tuple<Firsts&...> first,
-                        std::tuple<Outs...> outs, gradients_t<T, In...>& grads, const E& e, Cot cotangent,
-                        const In&... in) {
+// The pass of run_with_gradients: `outs` into `first`, and the gradient field of every input into
+// `grads` (arrays or out_spans of the evaluation's n elements, or of one element, which sums).
+template <class T, class Leaves, class... Firsts, class... Outs, class Grads, class E, class Cot, class... In>
+void run_gradient_pass(const Leaves& leaves, std::size_t n, std::tuple<Firsts&...> first,
+                       std::tuple<Outs...> outs, Grads& grads, const E& e, Cot cotangent, const In&... in) {
   std::apply(
       [&](const auto&... out) {
         [&]<std::size_t... F, std::size_t... K>(std::index_sequence<F...>, std::index_sequence<K...>) {
@@ -216,6 +214,15 @@ void run_with_gradients(const Leaves& leaves, std::size_t n, std::tuple<Firsts&.
       },
       std::tuple_cat(std::move(outs),
                      gradient_outputs(e, std::index_sequence_for<In...>{}, cotangent, in...)));
+}
+
+// Runs `outs` (the outputs that precede the gradients, bound to `first`) and the gradient outputs
+// of every input, writing each gradient into `grads` (constructed by gradient_init), then sums the
+// gradients of broadcast inputs of several elements back to their shapes.
+template <class T, class Leaves, class... Firsts, class... Outs, class Grads, class E, class Cot, class... In>
+void run_with_gradients(const Leaves& leaves, std::size_t n, std::tuple<Firsts&...> first,
+                        std::tuple<Outs...> outs, Grads& grads, const E& e, Cot cotangent, const In&... in) {
+  run_gradient_pass<T>(leaves, n, first, std::move(outs), grads, e, cotangent, in...);
   [&]<std::size_t... K>(std::index_sequence<K...>) {
     auto fit = [&](auto& g, const auto& input) {
       if constexpr (ArrayInput<decltype(input)>) {

@@ -1,6 +1,6 @@
-// The compile-time layer's entry points for the eager runtime's kernels: results written into
-// arrays the caller shaped (eval_into, vjp_into), and elementwise blocks of a deferred pass
-// (eval_block, eval_blocks, sum_block), on the calling thread.
+// The compile-time layer's entry points for the eager runtime's deferred passes: elementwise blocks
+// (eval_block, eval_blocks, sum_block), on the calling thread. (The eager kernels write whole
+// results through the public eval_into and vjp_into, into.hpp.)
 #pragma once
 
 #include <tenferro/core/dtype.hpp>
@@ -50,26 +50,6 @@ void check_compute_type(std::string_view op, const E& e) {
   }
 }
 
-// Elementwise e evaluated into `out`, which the caller has shaped (the eager kernels build their
-// result Tensor in place this way): inputs of out's shape are read where they are, others
-// broadcast. Throws ShapeMismatch when the inputs' broadcast shape is not out's.
-template <class T, class E, class... In>
-void eval_into(column_major_array<T>& out, const E& e, const In&... in) {
-  static_assert(!is_scalar<E>, "eval_into writes an elementwise expression");
-  check_compute_type<T>("eval_into", e);
-  if ((fits_in_place<T>(in, out.shape()) && ...)) {
-    const std::tuple<leaf_t<T, In>...> leaves{leaf_in_place<T>(in)...};
-    run_program_into<simd_policy, T>(leaves, out.size(), std::tie(out), as_array<E>{e});
-    return;
-  }
-  binding<T, In...> b("eval_into", sizeof...(In), in...);
-  if (!has_shape(out, b.shape)) {
-    throw_error(ErrorKind::ShapeMismatch, "eval_into",
-                {"the inputs broadcast to shape ", b.shape, " but the output has shape ", shape_of(out)});
-  }
-  run_program_into<simd_policy, T>(b.leaves, b.n, std::tie(out), as_array<E>{e});
-}
-
 template <class T, std::size_t>
 using array_leaf_for = array_leaf<T>;
 
@@ -102,7 +82,7 @@ void eval_blocks(const std::array<T*, sizeof...(E)>& out, const std::array<const
 
 // Elementwise e over n contiguous elements of every input, written to out, on the calling thread
 // for n <= chunk_elements: the block kernel of the eager runtime's deferred fusion. The same loop
-// as eval_into over arrays of n elements.
+// as expr::eval_into over arrays of n elements.
 template <class T, class E, std::size_t N>
 void eval_block(T* out, const E& e, const std::array<const T*, N>& in, std::size_t n,
                 std::uint32_t broadcast = 0) {
@@ -118,34 +98,6 @@ T sum_block(const T* in, std::size_t n) {
   T total = 0;
   run_program_into<simd_policy, T>(leaves, n, std::tie(total), as_scalar<S>{S(arg<0>{})});
   return total;
-}
-
-// The cotangent of every input of an elementwise e, written into `grads` (one array per input,
-// shaped by the caller): the eager kernels' path when the inputs, the cotangent and the gradients
-// all have one shape and the compute type. Throws ShapeMismatch otherwise.
-template <class T, class E, class C, class... In>
-void vjp_into(std::span<column_major_array<T>* const, sizeof...(In)> grads, const E& e, const C& cotangent,
-              const In&... in) {
-  static_assert(!is_scalar<E> && ArrayInput<C> && (ArrayInput<In> && ...), "vjp_into: arrays only");
-  const auto& shape = grads[0]->shape();
-  const bool fits = fits_in_place<T>(cotangent, shape) && (fits_in_place<T>(in, shape) && ...) &&
-                    std::all_of(grads.begin(), grads.end(),
-                                [&](const auto* g) { return std::ranges::equal(g->shape(), shape); });
-  if (!fits) {
-    throw_error(ErrorKind::ShapeMismatch, "vjp_into",
-                {"the inputs, the cotangent and the gradients must all have shape ", shape_of(*grads[0])});
-  }
-  constexpr std::size_t N = sizeof...(In);
-  const std::tuple<leaf_t<T, In>..., leaf_t<T, C>> leaves{leaf_in_place<T>(in)...,
-                                                          leaf_in_place<T>(cotangent)};
-  std::apply(
-      [&](const auto&... outs) {
-        [&]<std::size_t... K>(std::index_sequence<K...>) {
-          run_program_into<simd_policy, T>(leaves, grads[0]->size(), std::tie(*grads[K]...), outs...);
-        }
-        (std::make_index_sequence<N>{});
-      },
-      gradient_outputs(e, std::index_sequence_for<In...>{}, arg<N>{}, in...));
 }
 
 }  // namespace tenferro::expr::detail

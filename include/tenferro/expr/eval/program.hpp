@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 #include <tuple>
 
 namespace tenferro::expr::detail {
@@ -57,12 +58,24 @@ bool sums(const A& a, std::size_t n) {
   return a.size() == 1 && n != 1;
 }
 
+// Column-major storage the caller owns, as an array output of run_program_into (the _into entry
+// points, into.hpp).
+template <class T>
+struct out_span {
+  T* pointer = nullptr;
+  std::size_t count = 0;
+  T* data() const noexcept { return pointer; }
+  std::size_t size() const noexcept { return count; }
+  std::span<T> storage() const noexcept { return {pointer, count}; }
+};
+
 // Evaluates every output over the leaves (n elements) into `values`: a T for as_scalar, a
-// column-major array (already shaped by the caller) for as_array: of n elements, or of one
-// element holding the sum over the n (sums()).
-template <class Policy, class T, class Leaves, class... Outs>
-void run_program_into(const Leaves& leaves, std::size_t n, std::tuple<output_value_t<T, Outs>&...> values,
+// column-major array (already shaped by the caller) or an out_span for as_array: of n elements, or
+// of one element holding the sum over the n (sums()).
+template <class Policy, class T, class Leaves, class... Values, class... Outs>
+void run_program_into(const Leaves& leaves, std::size_t n, std::tuple<Values&...> values,
                       const Outs&... outs) {
+  static_assert(sizeof...(Values) == sizeof...(Outs), "one value per output");
   constexpr std::size_t reductions = (reduction_count<typename output_info<Outs>::expr_type> + ... + 0);
   constexpr std::array<std::size_t, sizeof...(Outs)> bases = [] {
     std::array<std::size_t, sizeof...(Outs)> b{};
