@@ -237,6 +237,43 @@ TEST_CASE("results do not depend on an element's position or alignment") {
   }
 }
 
+TEST_CASE(
+    "log_sum_exp's gradient, stored while its sum is taken and scaled after: softmax, for any threads") {
+  // 300001 elements: the in-place scaling is split over threads from 131072 on.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-20.0, 20.0);
+  vec a = vec::from_shape({300001});
+  for (auto& e : a.storage()) e = u(rng);
+  auto run = [&](int threads, const auto& f, const auto&... in) {
+    tbb::task_arena arena(threads);
+    return arena.execute([&] { return value_and_grad(f, in...); });
+  };
+  const auto one = run(1, log_sum_exp(x), a), two = run(2, log_sum_exp(x), a);
+  CHECK(one.value == two.value);
+  CHECK((std::get<0>(one.grad) == std::get<0>(two.grad)));
+  double total = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double softmax = std::exp(a(i) - one.value);
+    CHECK(std::get<0>(one.grad)(i) == Approx(softmax).epsilon(1e-12).margin(1e-300));
+    total += std::get<0>(one.grad)(i);
+  }
+  CHECK(total == Approx(1.0).epsilon(1e-12));
+  // A one-element input's gradient is summed in the pass, then scaled: the softmax sums to 1.
+  const vec shift = {0.25};
+  const auto both = run(2, log_sum_exp(x + y), a, shift);
+  CHECK(std::get<1>(both.grad)(0) == Approx(1.0).epsilon(1e-12));
+  CHECK(both.value == Approx(one.value + 0.25).epsilon(1e-14));
+  // A scale on the left and a division: (1 / sum(exp(x))) * exp(x) and exp(x) / sum(exp(x)).
+  const vec small = {0.5, -1.0, 2.0, 0.0, 1.5};
+  const double z = std::exp(0.5) + std::exp(-1.0) + std::exp(2.0) + 1.0 + std::exp(1.5);
+  const auto left = eval((1.0 / sum(exp(x))) * exp(x), small);
+  const auto divided = eval(exp(x) / sum(exp(x)), small);
+  for (std::size_t i = 0; i < small.size(); ++i) {
+    CHECK(left(i) == Approx(std::exp(small(i)) / z).epsilon(1e-14));
+    CHECK(divided(i) == Approx(std::exp(small(i)) / z).epsilon(1e-14));
+  }
+}
+
 TEST_CASE("reductions are bit-identical for 1 and 2 threads and from run to run") {
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(-1.0, 1.0);

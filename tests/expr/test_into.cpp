@@ -219,17 +219,35 @@ TEST_CASE("_into errors name the op, the output and the shapes, and leave every 
   text = error_text([&] { eval_into(x * y, wrong, m, b); }, ErrorKind::ShapeMismatch);
   CHECK(has(text, "[3, 2]"));
   CHECK(has(text, "[2, 3]"));
-  // A cotangent of another shape.
+  // A cotangent of another shape, or with only numbers as inputs, is named as vjp names it.
   text = error_text(
       [&] {
         vjp_into(x * y, vec{1.0, 2.0}, std::tie(ga, gb), a, b);
       },
       ErrorKind::ShapeMismatch);
   CHECK(has(text, "vjp_into"));
+  CHECK(has(text, "'cotangent' has shape [2] but the output has shape [3]"));
+  double s0 = 0, s1 = 0;
+  text = error_text([&] { vjp_into(x * y, a, std::tie(s0, s1), 2.0, 3.0); }, ErrorKind::ShapeMismatch);
+  CHECK(has(text, "'cotangent' has shape [3] but the output has shape []"));
+  // A gradient over the cotangent's memory; the value inside a gradient; one number twice.
+  vec cot = {1.0, 1.0, 1.0};
+  text = error_text([&] { vjp_into(x * y, cot, std::tie(cot, gb), a, b); }, ErrorKind::InvalidArgument);
+  CHECK(has(text, "overlaps the cotangent"));
+  CHECK(cot(0) == 1.0);
+  text = error_text([&] { value_and_grad_into(sum(x * y), std::tie(ga(1), ga, gb), a, b); },
+                    ErrorKind::InvalidArgument);
+  CHECK(has(text, "the value"));
+  CHECK(ga(0) == sentinel);
+  text = error_text([&] { jvp_into(sum(x * x), std::tie(s0, s0), std::tie(a), std::tie(b)); },
+                    ErrorKind::InvalidArgument);
+  CHECK(has(text, "same number"));
 }
 
-TEST_CASE("_into with inputs of one shape allocates nothing") {
-  const std::size_t n = 20000;  // 160 KB arrays: buffers of this size are counted by the buffer cache
+TEST_CASE("_into with inputs of one shape allocates nothing, up to 2^20 elements") {
+  // 2^20 elements, the most whose chunks' partial sums a pass keeps on the stack; 8 MB arrays, of
+  // a size the buffer cache counts.
+  const std::size_t n = std::size_t(1) << 20;
   const vec a = wave(n, 0.2), b = wave(n, 0.9);
   vec ga = vec::from_shape({n}), gb = vec::from_shape({n}), out = vec::from_shape({n});
   double v = 0;

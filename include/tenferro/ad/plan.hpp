@@ -171,15 +171,15 @@ inline bool plan_fits(const sweep_plan& plan, const graph_walk& w, sweep_directi
 }
 
 // The node positions of walk w in sweep order: the runtime's plan when its AdContext has prepared
-// derivatives on and every value is small (made now and kept in place of a plan under its key
-// that does not fit, on a miss), else sorted now.
+// derivatives on, the output is a node (not a leaf) and every value is small (made now and kept in place of a
+// plan under its key that does not fit, on a miss), else sorted now.
 class sweep_order {
  public:
   sweep_order(const graph_walk& w, sweep_direction direction, std::uint32_t start,
               std::pmr::memory_resource* mem)
       : own_(mem) {
     EagerRuntime& rt = *w.states[0]->runtime;
-    if (!w.small || !rt.ad_context().prepared_derivatives()) {
+    if (!w.states[0]->grad_fn || !w.small || !rt.ad_context().prepared_derivatives()) {
       sort_nodes(own_, w, direction);
       view_ = own_;
       return;
@@ -199,6 +199,8 @@ class sweep_order {
     }
     view_ = plan_->order;
   }
+  sweep_order(const sweep_order&) = delete;  // view_ may point into own_
+  sweep_order& operator=(const sweep_order&) = delete;
   std::span<const std::uint32_t> positions() const noexcept { return view_; }
 
  private:

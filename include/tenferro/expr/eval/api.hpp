@@ -99,7 +99,7 @@ auto eval(const E& e, const In&... in) {
 
 // Passes over the data that value_and_grad makes for expression type E with N inputs: the chosen
 // evaluation plan is observable at compile time (sum(square(x)) and the normal log-pdf: 1;
-// log_sum_exp: 3 — max, sum, gradient).
+// log_sum_exp: 2 — max; sum, storing the gradient's exp(x - m), which is then scaled in place).
 template <class E, std::size_t N>
 inline constexpr std::size_t value_and_grad_passes = []<std::size_t... K>(std::index_sequence<K...>) {
   return std::max(

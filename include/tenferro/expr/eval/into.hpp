@@ -125,18 +125,22 @@ struct in_place_inputs {
   std::size_t n;
 };
 
+// The shape is the first array's among the first `shaped_inputs` inputs (the others, a
+// cotangent or tangents, must have it too).
 template <class T, class... In>
-std::optional<in_place_inputs<T, In...>> bind_in_place(const In&... in) {
+std::optional<in_place_inputs<T, In...>> bind_in_place(std::size_t shaped_inputs, const In&... in) {
   std::span<const std::size_t> shape;
   bool any = false;
+  std::size_t k = 0;
   auto first = [&](const auto& input) {
     if constexpr (ArrayInput<decltype(input)>) {
-      if (!any) {
+      if (!any && k < shaped_inputs) {
         const auto& s = container_of(input).shape();
         shape = std::span<const std::size_t>(s.data(), s.size());
         any = true;
       }
     }
+    ++k;
   };
   (first(in), ...);
   if (!any || !(fits_in_place<T>(in, shape) && ...)) return std::nullopt;
@@ -149,7 +153,7 @@ std::optional<in_place_inputs<T, In...>> bind_in_place(const In&... in) {
 // its shape the broadcast shape of the first `shaped_inputs`).
 template <class T, class... In, class F>
 void with_leaves(std::string_view op, std::size_t shaped_inputs, F&& f, const In&... in) {
-  if (auto p = bind_in_place<T>(in...)) {
+  if (auto p = bind_in_place<T>(shaped_inputs, in...)) {
     f(p->leaves, p->n, p->shape);
     return;
   }
@@ -165,7 +169,7 @@ template <class T, class... In>
 struct gradient_sinks {
   // (declared first: make() fills them while sinks is constructed)
   std::array<std::optional<column_major_array<T>>, sizeof...(In)> scratch;
-  std::array<out_span<T>, sizeof...(In)> given{};
+  std::array<out_span<T>, sizeof...(In)> given{};  // the caller's outputs (a number: one element)
   std::tuple<std::conditional_t<ArrayInput<In>, out_span<T>, T&>...> sinks;
 
   template <class... G>
@@ -192,11 +196,25 @@ struct gradient_sinks {
         return out_span<T>{scratch[Kc]->data(), scratch[Kc]->size()};
       } else {
         check_scalar_output<T, std::remove_cvref_t<decltype(g)>>();
+        given[Kc] = {&g, 1};
         return static_cast<T&>(g);
       }
     };
     return std::tuple<std::conditional_t<ArrayInput<In>, out_span<T>, T&>...>(
         sink(std::integral_constant<std::size_t, K>{})...);
+  }
+
+  // Throws unless `other` (output `position`: the value, a cotangent read by the pass) stays clear
+  // of every gradient output.
+  void check_apart(std::string_view op, std::string_view what, const out_span<T>& other) const {
+    for (std::size_t k = 0; k < given.size(); ++k) {
+      const T *a = given[k].data(), *b = other.data();
+      if (a && b && std::less<>{}(a, b + other.size()) && std::less<>{}(b, a + given[k].size())) {
+        throw_error(ErrorKind::InvalidArgument, op,
+                    {"argument 'outputs' ", k, " (the gradient of input ", k, ") overlaps ", what,
+                     ": give each output its own memory"});
+      }
+    }
   }
 
   // Sums the scratch gradients back into the caller's arrays.
@@ -265,6 +283,7 @@ void value_and_grad_into(const E& e, std::tuple<V&, G&...> outputs, const In&...
       op, sizeof...(In),
       [&](const auto& leaves, std::size_t n, std::span<const std::size_t> shape) {
         detail::gradient_sinks<T, In...> sinks(op, 1, shape, grads, in...);
+        sinks.check_apart(op, "argument 'outputs' 0 (the value)", {&std::get<0>(outputs), 1});
         detail::run_gradient_pass<T>(leaves, n, std::tie(std::get<0>(outputs)),
                                      std::make_tuple(detail::as_scalar<E>{e}), sinks.sinks, e, one{}, in...);
         sinks.finish(in...);
@@ -287,17 +306,25 @@ void vjp_into(const E& e, const C& cotangent, std::tuple<G&...> outputs, const I
                 "vjp_into: a derivative rule of this expression has no complex form");
   constexpr std::string_view op = "vjp_into";
   constexpr std::size_t N = sizeof...(In);
+  if constexpr (ArrayInput<C>) {  // (inputs read in place have the cotangent's shape)
+    if (!detail::bind_in_place<T>(N, in..., cotangent)) {
+      const Shape out = detail::broadcast_shape(op, N, in...);
+      const Shape cs = detail::shape_of(detail::container_of(cotangent));
+      if (cs != out) {
+        throw_error(ErrorKind::ShapeMismatch, op,
+                    {"argument 'cotangent' has shape ", cs, " but the output has shape ", out});
+      }
+    }
+  }
   detail::with_leaves<T>(
       op, N,
       [&](const auto& leaves, std::size_t n, std::span<const std::size_t> shape) {
-        if constexpr (ArrayInput<C>) {
-          if (!std::ranges::equal(detail::container_of(cotangent).shape(), shape)) {
-            throw_error(ErrorKind::ShapeMismatch, op,
-                        {"argument 'cotangent' has shape ", detail::shape_of(detail::container_of(cotangent)),
-                         " but the output has shape ", Shape(shape.begin(), shape.end())});
-          }
-        }
         detail::gradient_sinks<T, In...> sinks(op, 0, shape, outputs, in...);
+        if constexpr (ArrayInput<C>) {
+          const auto [first, last] = detail::byte_range(detail::container_of(cotangent));
+          sinks.check_apart(op, "the cotangent",
+                            {reinterpret_cast<T*>(first), first == last ? 0 : (last - first) / sizeof(T)});
+        }
         detail::run_gradient_pass<T>(leaves, n, std::tie(), std::tuple<>(), sinks.sinks, e, arg<N>{}, in...);
         sinks.finish(in...);
       },
@@ -331,6 +358,10 @@ void jvp_into(const E& e, std::tuple<V&, Tv&> outputs, const std::tuple<In...>& 
           if constexpr (is_scalar<E>) {
             detail::check_scalar_output<T, V>();
             detail::check_scalar_output<T, Tv>();
+            if (static_cast<const void*>(&value) == static_cast<const void*>(&tan)) {
+              throw_error(ErrorKind::InvalidArgument, op,
+                          {"arguments 'outputs' 0 and 1 are the same number"});
+            }
             detail::run_program_into<detail::simd_policy, T>(
                 leaves, n, std::tie(value, tan), detail::as_scalar<E>{e}, detail::as_scalar<Tan>{tangent});
           } else {

@@ -74,8 +74,9 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   (std::make_index_sequence<NR>{});
 
   const std::size_t chunks = (n + chunk_elements - 1) / chunk_elements;
-  // One partial per chunk; on the stack for the common small case.
-  constexpr std::size_t inline_chunks = 8;
+  // One partial per chunk; on the stack up to 2^20 elements (at most 16 bytes per reduction and
+  // chunk), so a pass of up to that many allocates nothing.
+  constexpr std::size_t inline_chunks = 256;
   std::array<std::array<T, NR>, inline_chunks> partial_inline;
   std::vector<std::array<T, NR>> partial_heap(NR > 0 && chunks > inline_chunks ? chunks : 0);
   std::array<T, NR>* partial = chunks > inline_chunks ? partial_heap.data() : partial_inline.data();

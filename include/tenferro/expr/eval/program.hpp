@@ -32,18 +32,64 @@ struct as_scalar {
   static_assert(is_scalar<E>, "a scalar output needs a scalar expression");
 };
 
+// An elementwise output A * S, S * A or A / S whose scale S is a scalar (an expression of
+// reductions) of a later pass than everything A needs, and whose A costs a transcendental function
+// (tree_cost 8 or more): A is stored in the pass that computes S's reductions and scaled in place
+// afterwards (a pass over the output alone), rather than computed again from the inputs one pass
+// later. The memory traffic is the same (the output is written once more and read once, an input
+// read once less when A reads one); the second evaluation of A is saved. The gradient of
+// log_sum_exp, exp(x - m) * (1 / sum(exp(x - m))), takes two passes over x this way.
+template <class E>
+struct scaled_output {
+  static constexpr bool value = false;
+  static constexpr std::size_t stored_pass = 0;
+};
+template <class Op, class L, class R>
+requires(std::is_same_v<Op, ops::mul> ||
+         std::is_same_v<Op, ops::div>) struct scaled_output<binary<Op, L, R>> {
+  static constexpr bool scale_right = is_scalar<R> && !is_scalar<L>;
+  static constexpr bool scale_left = std::is_same_v<Op, ops::mul> && is_scalar<L> && !is_scalar<R>;
+  using stored_type = std::conditional_t<scale_right, L, R>;
+  using scale_type = std::conditional_t<scale_right, R, L>;
+  static constexpr bool value =
+      (scale_right || scale_left) && level<stored_type> < level<scale_type> && tree_cost<stored_type> >= 8;
+  static constexpr bool divides = std::is_same_v<Op, ops::div>;
+  static constexpr std::size_t stored_pass = level<stored_type> + 1;  // the pass that stores A
+  // The numbers of the first reductions of the stored part and of the scale, from the output's.
+  static constexpr std::size_t stored_base = scale_right ? 0 : reduction_count<L>;
+  static constexpr std::size_t scale_base = scale_right ? reduction_count<L> : 0;
+  static const stored_type& stored(const binary<Op, L, R>& e) {
+    if constexpr (scale_right) {
+      return e.lhs;
+    } else {
+      return e.rhs;
+    }
+  }
+  static const scale_type& scale(const binary<Op, L, R>& e) {
+    if constexpr (scale_right) {
+      return e.rhs;
+    } else {
+      return e.lhs;
+    }
+  }
+};
+
 template <class O>
 struct output_info;
 template <class E>
 struct output_info<as_array<E>> {
   using expr_type = E;
   static constexpr bool streamed = !is_scalar<E>;  // written by a pass, not filled afterwards
-  static constexpr std::size_t pass = streamed ? level<E> + 1 : level<E>;
+  static constexpr bool scaled = scaled_output<E>::value;
+  static constexpr std::size_t pass = !streamed ? level<E>
+                                      : scaled  ? scaled_output<E>::stored_pass
+                                                : level<E> + 1;
 };
 template <class E>
 struct output_info<as_scalar<E>> {
   using expr_type = E;
   static constexpr bool streamed = false;
+  static constexpr bool scaled = false;
   static constexpr std::size_t pass = level<E>;
 };
 
@@ -68,6 +114,30 @@ struct out_span {
   std::size_t size() const noexcept { return count; }
   std::span<T> storage() const noexcept { return {pointer, count}; }
 };
+
+// out[i] = out[i] * s (or / s) for i in [0, count), split over the current task arena's threads
+// when it is large: the second stage of a scaled output.
+template <bool Divides, class T>
+void scale_in_place(T* out, std::size_t count, T s) {
+  auto body = [=](std::size_t begin, std::size_t end) {
+    std::size_t i = begin;
+    if constexpr (Real<T>) {
+      using B = xsimd::batch<T>;
+      const B bs(s);
+      for (; i + B::size <= end; i += B::size) {
+        const B v = B::load_unaligned(out + i);
+        (Divides ? v / bs : v * bs).store_unaligned(out + i);
+      }
+    }
+    for (; i < end; ++i) out[i] = Divides ? out[i] / s : out[i] * s;
+  };
+  constexpr std::size_t grain = std::size_t(1) << 16;
+  if (count < 2 * grain) {
+    body(0, count);
+  } else {
+    tenferro::detail::parallel_ranges(count, grain, tenferro::detail::split::adaptive, body);
+  }
+}
 
 // Evaluates every output over the leaves (n elements) into `values`: a T for as_scalar, a
 // column-major array (already shaped by the caller) or an out_span for as_array: of n elements, or
@@ -95,7 +165,12 @@ void run_program_into(const Leaves& leaves, std::size_t n, std::tuple<Values&...
         auto store_of = [&]<std::size_t Kc>(std::integral_constant<std::size_t, Kc>) {
           using O = std::remove_cvref_t<std::tuple_element_t<Kc, std::tuple<Outs...>>>;
           using E = typename output_info<O>::expr_type;
-          if constexpr (output_info<O>::streamed && output_info<O>::pass == Pass) {
+          if constexpr (output_info<O>::scaled && output_info<O>::pass == Pass) {
+            using S = scaled_output<E>;
+            auto& a = std::get<Kc>(values);
+            return std::tuple<store_task<bases[Kc] + S::stored_base, typename S::stored_type, T>>{
+                {&S::stored(std::get<Kc>(outputs).expr), a.data(), sums(a, n)}};
+          } else if constexpr (output_info<O>::streamed && output_info<O>::pass == Pass) {
             auto& a = std::get<Kc>(values);
             return std::tuple<store_task<bases[Kc], E, T>>{
                 {&std::get<Kc>(outputs).expr, a.data(), sums(a, n)}};
@@ -121,6 +196,12 @@ void run_program_into(const Leaves& leaves, std::size_t n, std::tuple<Values&...
       using E = typename output_info<O>::expr_type;
       if constexpr (std::is_same_v<O, as_scalar<E>>) {
         std::get<Kc>(values) = eval_element<bases[Kc], T>(std::get<Kc>(outputs).expr, ctx);
+      } else if constexpr (output_info<O>::scaled) {
+        using S = scaled_output<E>;
+        auto& a = std::get<Kc>(values);
+        scale_in_place<S::divides>(
+            a.data(), a.size(),
+            eval_element<bases[Kc] + S::scale_base, T>(S::scale(std::get<Kc>(outputs).expr), ctx));
       } else if constexpr (!output_info<O>::streamed) {
         auto& a = std::get<Kc>(values);
         const T v = eval_element<bases[Kc], T>(std::get<Kc>(outputs).expr, ctx);
