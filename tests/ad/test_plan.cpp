@@ -179,6 +179,8 @@ TEST_CASE("prepared derivatives: backward with create_graph runs by the plan bac
       if (k == 1) {  // the recorded gradient differentiates again: d(sum dL/ds)/dw
         out.push_back(rt->grad(s.grad_tensor()->reduce_sum(), w).materialized());
       }
+      // A recorded gradient in a slot refers back to its leaf (a cycle, as in PyTorch): clear it.
+      for (auto* leaf : {&w, &b, &s}) leaf->clear_grad();
     }
     return out;
   };

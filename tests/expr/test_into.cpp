@@ -27,14 +27,31 @@ namespace {
 std::atomic<std::size_t> allocations{0};
 }  // namespace
 
-// Every operator new of this test program is counted (the allocation test reads the count).
-void* operator new(std::size_t bytes) {
+// Every operator new of this test program is counted (the allocation test reads the count). Every
+// form but the aligned ones is replaced, so each delete meets the new that allocated its pointer
+// (also under AddressSanitizer, which has its own).
+namespace {
+void* counted(std::size_t bytes) noexcept {
   allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  return std::malloc(bytes == 0 ? 1 : bytes);
+}
+}  // namespace
+void* operator new(std::size_t bytes) {
+  if (void* p = counted(bytes)) return p;
   throw std::bad_alloc();
 }
+void* operator new[](std::size_t bytes) {
+  if (void* p = counted(bytes)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept { return counted(bytes); }
+void* operator new[](std::size_t bytes, const std::nothrow_t&) noexcept { return counted(bytes); }
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 using namespace tenferro::expr;
 using tenferro::column_major_array;
