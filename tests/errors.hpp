@@ -32,4 +32,17 @@ std::string message_of(F&& f) {
   return {};
 }
 
+// The message of the error f throws, checking its kind.
+template <class F>
+std::string message_of(F&& f, ErrorKind expected) {
+  try {
+    f();
+  } catch (const Error& e) {
+    CHECK(e.kind() == expected);
+    return e.what();
+  }
+  FAIL("no tenferro::Error was thrown");
+  return {};
+}
+
 }  // namespace tenferro::test

@@ -4,6 +4,8 @@
 #include <tenferro/tensor/typed_tensor.hpp>
 
 #include <tbb/task_arena.h>
+#include "../errors.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -25,18 +27,6 @@ vec linspace(double lo, double hi, std::size_t n) {
   auto v = vec::from_shape({n});
   for (std::size_t i = 0; i < n; ++i) v(i) = n == 1 ? lo : lo + (hi - lo) * double(i) / double(n - 1);
   return v;
-}
-
-template <class F>
-std::string error_text(F&& f, ErrorKind expected) {
-  try {
-    f();
-  } catch (const Error& e) {
-    CHECK(e.kind() == expected);
-    return e.what();
-  }
-  FAIL("no tenferro::Error thrown");
-  return {};
 }
 
 // An expression built from temporaries inside a function, returned and evaluated later.
@@ -197,7 +187,7 @@ TEST_CASE("a broadcast shape of more than 2^63 - 1 elements is an error") {
   const auto wide = xt::adapt<xt::layout_type::column_major>(one.data(), big, xt::no_ownership(),
                                                              std::vector<std::size_t>{1, big});
   const std::string text =
-      error_text([&] { (void)eval(sum(x + y), tall, wide); }, ErrorKind::InvalidArgument);
+      tenferro::test::message_of([&] { (void)eval(sum(x + y), tall, wide); }, ErrorKind::InvalidArgument);
   CHECK(text.find("[1099511627776, 1099511627776]") != std::string::npos);
   CHECK(text.find("eval") != std::string::npos);
   CHECK(eval(sum(x + y), vec{1.0, 2.0}, 3.0) == 9.0);  // still usable
@@ -205,12 +195,16 @@ TEST_CASE("a broadcast shape of more than 2^63 - 1 elements is an error") {
 
 TEST_CASE("vjp and jvp reject a cotangent or tangent of the wrong shape") {
   const vec a = {1.0, 2.0, 3.0};
-  const std::string v = error_text([&] { (void)vjp(x * x, vec{1.0, 1.0}, a); }, ErrorKind::ShapeMismatch);
+  const std::string v = tenferro::test::message_of(
+      [&] {
+        (void)vjp(x * x, vec{1.0, 1.0}, a);
+      },
+      ErrorKind::ShapeMismatch);
   CHECK(v.find("cotangent") != std::string::npos);
   CHECK(v.find("[2]") != std::string::npos);
   CHECK(v.find("[3]") != std::string::npos);
-  const std::string j = error_text([&] { (void)jvp(x * x, std::tie(a), std::forward_as_tuple(vec{1.0})); },
-                                   ErrorKind::ShapeMismatch);
+  const std::string j = tenferro::test::message_of(
+      [&] { (void)jvp(x * x, std::tie(a), std::forward_as_tuple(vec{1.0})); }, ErrorKind::ShapeMismatch);
   CHECK(j.find("tangents") != std::string::npos);
   CHECK(j.find("[1]") != std::string::npos);
 }

@@ -13,6 +13,8 @@
 
 #include "../normal_logpdf.hpp"
 
+#include "../errors.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -72,18 +74,6 @@ vec wave(std::size_t n, double phase) {
 template <class A, class B>
 bool same_bits(const A& a, const B& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
-
-template <class F>
-std::string error_text(F&& f, ErrorKind expected) {
-  try {
-    f();
-  } catch (const Error& e) {
-    CHECK(e.kind() == expected);
-    return e.what();
-  }
-  FAIL("no tenferro::Error thrown");
-  return {};
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -203,8 +193,8 @@ TEST_CASE("_into errors name the op, the output and the shapes, and leave every 
   vec ga = vec::from_shape({3}), short_g = vec::from_shape({2});
   ga.fill(sentinel);
   short_g.fill(sentinel);
-  std::string text = error_text([&] { value_and_grad_into(sum(x * y), std::tie(v, ga, short_g), a, b); },
-                                ErrorKind::ShapeMismatch);
+  std::string text = tenferro::test::message_of(
+      [&] { value_and_grad_into(sum(x * y), std::tie(v, ga, short_g), a, b); }, ErrorKind::ShapeMismatch);
   CHECK(has(text, "value_and_grad_into"));
   CHECK(has(text, "'outputs' 2"));
   CHECK(has(text, "[2]"));
@@ -215,29 +205,30 @@ TEST_CASE("_into errors name the op, the output and the shapes, and leave every 
   // A row-major 2 x 3 output is not column-major storage.
   const vec m = column_major_array<double>(xt::xarray<double>{{1, 2, 3}, {4, 5, 6}});
   xt::xarray<double, xt::layout_type::row_major> rows = xt::zeros<double>({2, 3});
-  text = error_text([&] { eval_into(x * 2.0, rows, m); }, ErrorKind::InvalidArgument);
+  text = tenferro::test::message_of([&] { eval_into(x * 2.0, rows, m); }, ErrorKind::InvalidArgument);
   CHECK(has(text, "eval_into"));
   CHECK(has(text, "column-major"));
   CHECK(rows(1, 2) == 0.0);
 
   // An output over an input's memory, and two outputs over one array.
   vec c = a;
-  text = error_text([&] { eval_into(x * 2.0, c, c); }, ErrorKind::InvalidArgument);
+  text = tenferro::test::message_of([&] { eval_into(x * 2.0, c, c); }, ErrorKind::InvalidArgument);
   CHECK(has(text, "overlaps input 0"));
   CHECK(c(2) == 3.0);
   vec gb = vec::from_shape({3});
   gb.fill(sentinel);
-  text = error_text([&] { vjp_into(x * y, a, std::tie(gb, gb), a, b); }, ErrorKind::InvalidArgument);
+  text = tenferro::test::message_of([&] { vjp_into(x * y, a, std::tie(gb, gb), a, b); },
+                                    ErrorKind::InvalidArgument);
   CHECK(has(text, "'outputs' 0 and 1 overlap"));
   CHECK(gb(0) == sentinel);
 
   // eval_into's output must have the broadcast shape.
   vec wrong = vec::from_shape({3, 2});
-  text = error_text([&] { eval_into(x * y, wrong, m, b); }, ErrorKind::ShapeMismatch);
+  text = tenferro::test::message_of([&] { eval_into(x * y, wrong, m, b); }, ErrorKind::ShapeMismatch);
   CHECK(has(text, "[3, 2]"));
   CHECK(has(text, "[2, 3]"));
   // A cotangent of another shape, or with only numbers as inputs, is named as vjp names it.
-  text = error_text(
+  text = tenferro::test::message_of(
       [&] {
         vjp_into(x * y, vec{1.0, 2.0}, std::tie(ga, gb), a, b);
       },
@@ -245,19 +236,21 @@ TEST_CASE("_into errors name the op, the output and the shapes, and leave every 
   CHECK(has(text, "vjp_into"));
   CHECK(has(text, "'cotangent' has shape [2] but the output has shape [3]"));
   double s0 = 0, s1 = 0;
-  text = error_text([&] { vjp_into(x * y, a, std::tie(s0, s1), 2.0, 3.0); }, ErrorKind::ShapeMismatch);
+  text = tenferro::test::message_of([&] { vjp_into(x * y, a, std::tie(s0, s1), 2.0, 3.0); },
+                                    ErrorKind::ShapeMismatch);
   CHECK(has(text, "'cotangent' has shape [3] but the output has shape []"));
   // A gradient over the cotangent's memory; the value inside a gradient; one number twice.
   vec cot = {1.0, 1.0, 1.0};
-  text = error_text([&] { vjp_into(x * y, cot, std::tie(cot, gb), a, b); }, ErrorKind::InvalidArgument);
+  text = tenferro::test::message_of([&] { vjp_into(x * y, cot, std::tie(cot, gb), a, b); },
+                                    ErrorKind::InvalidArgument);
   CHECK(has(text, "overlaps the cotangent"));
   CHECK(cot(0) == 1.0);
-  text = error_text([&] { value_and_grad_into(sum(x * y), std::tie(ga(1), ga, gb), a, b); },
-                    ErrorKind::InvalidArgument);
+  text = tenferro::test::message_of([&] { value_and_grad_into(sum(x * y), std::tie(ga(1), ga, gb), a, b); },
+                                    ErrorKind::InvalidArgument);
   CHECK(has(text, "the value"));
   CHECK(ga(0) == sentinel);
-  text = error_text([&] { jvp_into(sum(x * x), std::tie(s0, s0), std::tie(a), std::tie(b)); },
-                    ErrorKind::InvalidArgument);
+  text = tenferro::test::message_of([&] { jvp_into(sum(x * x), std::tie(s0, s0), std::tie(a), std::tie(b)); },
+                                    ErrorKind::InvalidArgument);
   CHECK(has(text, "same number"));
 }
 
