@@ -5,7 +5,11 @@
 #include "handwritten.hpp"
 
 #include <benchmark/benchmark.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
+
+#include <cstring>
 
 #include <random>
 
@@ -238,9 +242,24 @@ void math_pow_tenferro(benchmark::State& s) {
   math_loop(s, [](auto b) { return tm::pow(xsimd::abs(b) + decltype(b)(0.5), b); });
 }
 
+// The memory bandwidth of this machine, for sum(square(x)) (which reads x and writes its gradient,
+// as a copy does): a copy of N doubles split over the threads in 64 Ki-element chunks.
+void copy(benchmark::State& s) {
+  const vec a = random_vec(s.range(0), -1, 1, 1);
+  vec b = vec::from_shape({a.size()});
+  run(s, [&] {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, a.size(), 65536), [&](const auto& r) {
+      std::memcpy(b.data() + r.begin(), a.data() + r.begin(), r.size() * sizeof(double));
+    });
+    benchmark::DoNotOptimize(b.data());
+  });
+}
+
+// {N, threads}: N from 1 to 1e6 on one thread; 1e3 and 1e7 on one and two (the serial cut-off,
+// and the scaling at a size where threads pay).
 void sizes(benchmark::internal::Benchmark* b) {
-  for (long n : {1L, 16L, 1000L, 10000L, 100000L, 1000000L}) b->Args({n, 1});
-  b->Args({10000000L, 1});
+  for (long n : {1L, 16L, 1000L, 10000L, 100000L, 1000000L, 10000000L}) b->Args({n, 1});
+  b->Args({1000L, 2});
   b->Args({10000000L, 2});
   b->Unit(benchmark::kMicrosecond);
 }
@@ -267,6 +286,7 @@ BENCHMARK(lse_into)->Apply(sizes);
 BENCHMARK(lse_handwritten_into)->Apply(sizes);
 BENCHMARK(normal_into)->Apply(sizes);
 BENCHMARK(normal_handwritten_into)->Apply(sizes);
+BENCHMARK(copy)->Apply(sizes);
 BENCHMARK(math_exp_xsimd);
 BENCHMARK(math_exp_tenferro);
 BENCHMARK(math_sin_xsimd);

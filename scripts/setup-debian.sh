@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ ccache pkg-config
   libxtensor-dev xtl-dev libxsimd-dev
-  libboost-dev libtbb-dev libhwloc-dev libopenblas-serial-dev
+  libboost-dev libtbb-dev libhwloc-dev libtbbbind-2-5 libopenblas-serial-dev
   catch2 libbenchmark-dev
   "$@"
 )

@@ -1,10 +1,10 @@
 // ad/ under concurrency: several threads sharing one runtime, and eager work started from inside
 // tasks of the runtime's own arena, with deferred fusion on (large tensors). A watchdog turns a
 // deadlock into a failure with a message instead of a hung test.
-#include <tenferro/core/detail/config.hpp>  // TENFERRO_ASAN
+#include <tenferro/core/detail/config.hpp>  // TENFERRO_SANITIZED_HEAP
 #include <tenferro/eager.hpp>
 
-#include <tbb/parallel_for.h>
+#include <tenferro/core/detail/parallel.hpp>  // parallel_ranges: oneTBB's parallel_for, seen by ThreadSanitizer
 
 #include <catch2/catch.hpp>
 
@@ -14,7 +14,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -104,19 +106,22 @@ TEST_CASE("regression: four threads sharing one runtime, each with its own graph
 }
 
 TEST_CASE(
-    "eager work from inside parallel_for tasks of the runtime's own arena, 1000 times (200 under "
-    "AddressSanitizer), no deadlock") {
+    "eager work from inside parallel_for tasks of the runtime's own arena, 1000 times (200 under a "
+    "sanitizer), no deadlock") {
   const watchdog guard("eager work inside the runtime's arena", 300);
   const auto want = references(8);
   auto ctx = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(2));
   std::atomic<int> bad{0};
   // Under AddressSanitizer 1000 rounds take over 250 s, near the watchdog's limit.
-  constexpr int rounds = TENFERRO_ASAN ? 200 : 1000;
+  constexpr int rounds = TENFERRO_SANITIZED_HEAP ? 200 : 1000;
   for (int round = 0; round < rounds; ++round) {
     ctx->backend().execute([&] {
-      tbb::parallel_for(0, 8, [&](int t) {
-        if (!close(one_backward(ctx, t), want[t])) ++bad;
-      });
+      auto task = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t t = begin; t < end; ++t) {
+          if (!close(one_backward(ctx, static_cast<int>(t)), want[t])) ++bad;
+        }
+      };
+      detail::parallel_ranges(8, 1, detail::split::even, task);
     });
   }
   CHECK(bad == 0);
@@ -148,4 +153,140 @@ TEST_CASE("threads accumulating into one leaf's slot: every deposit counts, with
     }
     x.clear_grad();  // a traced gradient refers to x: the slot holds x alive until cleared
   }
+}
+
+namespace {
+
+// What one step computes on fresh leaves of `rt` (a loss of `shift`): x's gradient by backward(),
+// by grad(), the jvp of the loss along a ramp and the HVP (jvp of the recorded grad) along it.
+struct outcome {
+  std::optional<std::vector<double>> backward_dx;  // nullopt: another thread cleared the slot first
+  std::vector<double> grad_dx, hvp;
+  double jvp = 0;
+};
+
+std::vector<double> values_of(const Tensor& t) {
+  const auto s = t.as_slice<double>();
+  return {s.begin(), s.end()};
+}
+
+outcome one_step(const std::shared_ptr<EagerRuntime>& rt, int shift) {
+  auto loss_of = [](const EagerTensor& x, const EagerTensor& y) {
+    return (x.sin() * y + (x * y).exp()).reduce_sum();
+  };
+  outcome r;
+  auto x = rt->variable_from(ramp(-0.5 + 0.01 * shift, 0.01));
+  auto y = rt->variable_from(ramp(0.25, 0.005));
+  loss_of(x, y).backward();
+  if (const auto g = x.grad()) r.backward_dx = values_of(*g);
+  auto u = rt->variable_from(ramp(-0.5 + 0.01 * shift, 0.01));
+  const auto loss = loss_of(u, y);
+  r.grad_dx = values_of(rt->grad(loss, u).materialized());
+  const auto direction = EagerTensor::from_tensor_in(ramp(0.1, 0.001), rt);
+  r.jvp = rt->jvp(loss, u, direction).materialized().as_slice<double>()[0];
+  r.hvp = values_of(rt->jvp(rt->grad(loss, u), u, direction).materialized());
+  return r;
+}
+
+bool same_bits(const outcome& a, const outcome& b) {
+  return a.grad_dx == b.grad_dx && a.hvp == b.hvp && std::memcmp(&a.jvp, &b.jvp, sizeof(double)) == 0 &&
+         (!a.backward_dx || !b.backward_dx || *a.backward_dx == *b.backward_dx);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "threads with their own runtimes: backward, grad, jvp and HVP equal the serial results bit for bit") {
+  const watchdog guard("threads with their own runtimes", 300);
+  constexpr int threads = 4, rounds = TENFERRO_SANITIZED_HEAP ? 3 : 10;
+  std::vector<outcome> want;
+  {
+    auto rt = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(2));
+    for (int t = 0; t < threads; ++t) want.push_back(one_step(rt, t));
+  }
+  for (const auto& w : want) REQUIRE(w.backward_dx);
+  std::atomic<int> bad{0}, cleared{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      auto rt = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(2));
+      for (int r = 0; r < rounds; ++r) {
+        const outcome o = one_step(rt, t);
+        if (!same_bits(o, want[static_cast<std::size_t>(t)])) ++bad;
+        if (!o.backward_dx) ++cleared;
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  CHECK(bad == 0);
+  CHECK(cleared == 0);
+}
+
+TEST_CASE("threads sharing one runtime while another clears its gradients and reads its cache stats") {
+  const watchdog guard("threads sharing a runtime with clear_grads", 300);
+  constexpr int threads = 4, rounds = TENFERRO_SANITIZED_HEAP ? 3 : 10;
+  auto rt = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(2));
+  std::vector<outcome> want;
+  for (int t = 0; t < threads; ++t) want.push_back(one_step(rt, t));  // serially, on the same runtime
+  std::atomic<int> bad{0}, kept{0}, running{threads};
+  std::atomic<int> clears{0}, stats_out_of_limits{0};
+  std::thread clearer([&] {
+    while (running > 0) {
+      rt->clear_grads();
+      const auto stats = rt->cache_stats();
+      if (stats.prepared_derivatives.entries > rt->prepared_derivative_cache_limits().max_entries)
+        ++stats_out_of_limits;
+      ++clears;
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      while (clears == 0) std::this_thread::yield();  // so that the clearer overlaps the steps
+      for (int r = 0; r < rounds; ++r) {
+        const outcome o = one_step(rt, t);
+        if (!same_bits(o, want[static_cast<std::size_t>(t)])) ++bad;  // a slot is whole or cleared
+        if (o.backward_dx) ++kept;
+      }
+      --running;
+    });
+  }
+  for (auto& th : pool) th.join();
+  clearer.join();
+  CHECK(bad == 0);
+  CHECK(clears > 0);
+  CHECK(stats_out_of_limits == 0);
+  INFO("backward() gradients read whole before a clear: " << kept << " of " << threads * rounds);
+}
+
+TEST_CASE("no_grad is per thread: a guard on one thread does not stop another's recording") {
+  auto rt = EagerRuntime::with_cpu_backend(CpuBackend::with_threads(2));
+  auto x = rt->variable_from(Tensor::from_vec_col_major<double>({3}, {1, 2, 3}));
+  std::mutex m;
+  std::condition_variable cv;
+  int stage = 0;  // 1: the guard is held; 2: the other thread has recorded
+  bool guarded_tracks = true, other_tracks = false;
+  std::thread guarded([&] {
+    const auto guard = rt->no_grad();
+    {
+      std::unique_lock lock(m);
+      stage = 1;
+      cv.notify_all();
+      cv.wait(lock, [&] { return stage == 2; });
+    }
+    guarded_tracks = (x * x).tracks_grad();
+  });
+  std::thread other([&] {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return stage == 1; });
+    other_tracks = (x * x).tracks_grad();  // while the guard lives on the other thread
+    stage = 2;
+    cv.notify_all();
+  });
+  guarded.join();
+  other.join();
+  CHECK_FALSE(guarded_tracks);
+  CHECK(other_tracks);
+  CHECK((x * x).tracks_grad());
 }

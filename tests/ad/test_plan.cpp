@@ -334,9 +334,11 @@ TEST_CASE("prepared derivatives: threads sharing one runtime and its plans get t
   for (int t = 0; t < threads; ++t) serial.push_back(backward_once(off, 0.2 + 0.3 * t));
   std::vector<std::vector<gradients>> got(threads);
   std::atomic<int> running{threads};
+  std::atomic<bool> cleared_once{false};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
+      while (!cleared_once) std::this_thread::yield();  // so that the clearer overlaps the sweeps
       for (int r = 0; r < rounds; ++r) got[t].push_back(backward_once(on, 0.2 + 0.3 * t));
       --running;
     });
@@ -346,6 +348,7 @@ TEST_CASE("prepared derivatives: threads sharing one runtime and its plans get t
     while (running > 0) {
       on->clear_prepared_derivative_cache();
       ++clears;
+      cleared_once = true;
       (void)on->cache_stats();
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }

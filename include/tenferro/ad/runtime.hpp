@@ -83,6 +83,34 @@ struct EagerRuntimeCacheStats {
   friend bool operator==(const EagerRuntimeCacheStats&, const EagerRuntimeCacheStats&) = default;
 };
 
+// A runtime's work on one CPU placement, from EagerRuntime::on_cpu: BackendSessions run by the
+// threads of that placement's arena. It holds the arena (shared), no lock and no thread while idle.
+// Movable, not copyable.
+class CpuPlacementBoundEager {
+ public:
+  CpuPlacementBoundEager(ContextId runtime, CpuBackend backend)
+      : runtime_(runtime), backend_(std::move(backend)) {}
+  CpuPlacementBoundEager(CpuPlacementBoundEager&&) noexcept = default;
+  CpuPlacementBoundEager& operator=(CpuPlacementBoundEager&&) noexcept = default;
+  CpuPlacementBoundEager(const CpuPlacementBoundEager&) = delete;
+  CpuPlacementBoundEager& operator=(const CpuPlacementBoundEager&) = delete;
+
+  ContextId runtime_id() const noexcept { return runtime_; }
+  const CpuPlacement& placement() const noexcept { return backend_.placement(); }
+  const CpuExecutionInfo& execution_info() const noexcept { return backend_.execution_info(); }
+
+  // Runs f(BackendSession&) on this placement's threads and returns f's result; an exception from
+  // f comes out unchanged. May be entered again from inside f or a kernel (docs/threads.md).
+  template <class F>
+  decltype(auto) with_eager_session(F&& f) const {
+    return cpu::run_session(backend_, std::forward<F>(f));
+  }
+
+ private:
+  ContextId runtime_;
+  CpuBackend backend_;
+};
+
 class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   struct private_token {};
 
@@ -140,10 +168,20 @@ class EagerRuntime : public std::enable_shared_from_this<EagerRuntime> {
   // Runs f(BackendSession&) inside the backend's arena and returns f's result.
   template <class F>
   decltype(auto) with_execution_session(F&& f) const {
-    return backend_.execute([&]() -> decltype(auto) {
-      cpu::CpuSession session;
-      return std::forward<F>(f)(static_cast<BackendSession&>(session));
-    });
+    return cpu::run_session(backend_, std::forward<F>(f));
+  }
+
+  // This runtime's work on `placement`: automatic() is the runtime's own backend, the others a
+  // backend of that placement (cpu/placement.hpp) with this backend's fusion setting. An unusable
+  // placement throws RuntimeState with the CpuPlacementError as its cause (Error::cause()).
+  CpuPlacementBoundEager on_cpu(const CpuPlacement& placement) const {
+    if (placement == CpuPlacement::automatic()) return {id_, backend_};
+    try {
+      return {id_, CpuBackend::for_placement(placement).with_fusion(backend_.fuses())};
+    } catch (const CpuPlacementError&) {
+      Error::throw_with_cause(Error(ErrorKind::RuntimeState, "EagerRuntime::on_cpu",
+                                    "runtime " + to_string(id_) + " cannot run on " + to_string(placement)));
+    }
   }
 
   // Extensions (ad/extension.hpp, docs/extensions.md).

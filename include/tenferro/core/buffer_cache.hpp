@@ -259,10 +259,10 @@ class buffer_cache {
   }
 
   // Buffers the cache does not keep: a block-pool block with the aligned buffer placed inside,
-  // or (larger, or every buffer under TENFERRO_ALLOCATOR=tbb) oneTBB's. Under AddressSanitizer
-  // (where the block pool is off too) they come from malloc, where overflows of them are caught.
+  // or (larger, or every buffer under TENFERRO_ALLOCATOR=tbb) oneTBB's. Under AddressSanitizer or
+  // ThreadSanitizer (where the block pool is off too) they come from malloc, which they follow.
   void* small_allocate(std::size_t bytes) const {
-    if (TENFERRO_ASAN && !only_scalable_) {
+    if (TENFERRO_SANITIZED_HEAP && !only_scalable_) {
       void* p = system_blocks::allocate(bytes);
       if (p == nullptr) throw std::bad_alloc();
       return p;
@@ -276,7 +276,7 @@ class buffer_cache {
   }
 
   void small_deallocate(void* p, std::size_t bytes) const noexcept {
-    if (TENFERRO_ASAN && !only_scalable_) {
+    if (TENFERRO_SANITIZED_HEAP && !only_scalable_) {
       system_blocks::free(p);
     } else if (!only_scalable_ && bytes + alignment <= block_pool::max_bytes) {
       block_pool::deallocate(system_blocks::header_of(p).raw, bytes + alignment);

@@ -1,13 +1,17 @@
-// CpuBackend: where eager kernels run. It owns a oneTBB task arena; large kernels run inside it,
-// so their parallel loops use exactly the backend's threads. Copies share the arena.
+// CpuBackend: where eager kernels run. It holds a oneTBB task arena, the one of its placement and
+// thread count (cpu/placement.hpp), shared with every backend resolving to the same; large kernels
+// run inside it, so their parallel loops use exactly the backend's threads.
 #pragma once
 
 #include <tenferro/core/dtype.hpp>
+#include <tenferro/core/detail/parallel.hpp>
 #include <tenferro/core/error.hpp>
+#include <tenferro/cpu/placement.hpp>
 
 #include <tbb/task_arena.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -17,21 +21,42 @@ namespace tenferro {
 
 class CpuBackend {
  public:
-  // A backend using every core oneTBB may use in this process.
-  static CpuBackend create() { return CpuBackend(std::make_shared<tbb::task_arena>()); }
+  // A backend on every CPU the process may use (its affinity mask), one thread each, or as many
+  // threads as the environment variable TENFERRO_NUM_THREADS says. Throws InvalidArgument, naming
+  // the variable, when it is set to anything but a whole number from 1 to 65536.
+  static CpuBackend create() {
+    const auto threads = detail::cpu_topology::threads_from_environment(std::getenv("TENFERRO_NUM_THREADS"),
+                                                                        "CpuBackend::create");
+    return CpuBackend(detail::cpu_topology::resolve(
+        CpuPlacement::automatic(), threads ? *threads : detail::cpu_topology::allowed_cpus().size(),
+        "CpuBackend::create"));
+  }
 
-  // A backend running kernels on at most `threads` threads (the calling thread included).
-  // Throws InvalidArgument for 0.
+  // A backend running kernels on at most `threads` threads (the calling thread included), on every
+  // CPU the process may use. Throws InvalidArgument for 0.
   static CpuBackend with_threads(std::size_t threads) {
     if (threads == 0) {
       throw Error(ErrorKind::InvalidArgument, "CpuBackend::with_threads",
                   "argument 'threads' is 0; a backend needs at least one thread");
     }
-    return CpuBackend(std::make_shared<tbb::task_arena>(static_cast<int>(threads)));
+    return CpuBackend(
+        detail::cpu_topology::resolve(CpuPlacement::automatic(), threads, "CpuBackend::with_threads"));
   }
 
+  // A backend on `placement`: automatic() is create(); all_allowed() one thread per CPU the process
+  // may use; numa_node(id) one thread per CPU of that node, pinned to it. Throws CpuPlacementError
+  // when the node does not exist or the NUMA topology cannot be read.
+  static CpuBackend for_placement(const CpuPlacement& placement) {
+    if (placement == CpuPlacement::automatic()) return create();
+    return CpuBackend(detail::cpu_topology::resolve(placement, 0, "CpuBackend::for_placement"));
+  }
+
+  // Threads, placement and the CPUs the threads may run on.
+  const CpuExecutionInfo& execution_info() const noexcept { return *info_; }
+  const CpuPlacement& placement() const noexcept { return info_->placement; }
+
   // The number of threads kernels may use.
-  std::size_t threads() const { return static_cast<std::size_t>(arena_->max_concurrency()); }
+  std::size_t threads() const noexcept { return info_->threads; }
 
   // Deferred fusion (on by default): elementwise eager ops on tensors of at least
   // `fusion_elements` elements are not computed when called but when their value is needed, and
@@ -55,7 +80,7 @@ class CpuBackend {
   // Runs f() inside the backend's arena and returns its result; exceptions propagate.
   template <class F>
   decltype(auto) execute(F&& f) const {
-    return arena_->execute(std::forward<F>(f));
+    return detail::execute_in(*arena_, std::forward<F>(f));
   }
 
   // Runs f() for a kernel touching `elements` elements: inside the arena when the kernel is large
@@ -72,18 +97,19 @@ class CpuBackend {
   static constexpr std::size_t serial_elements = 4096;
 
   bool operator==(const CpuBackend& other) const noexcept {
-    return arena_ == other.arena_ && fusion_ == other.fusion_;
+    return arena_ == other.arena_ && placement() == other.placement() && fusion_ == other.fusion_;
   }
 
   friend std::ostream& operator<<(std::ostream& os, const CpuBackend& b) {
-    return os << "CpuBackend(threads=" << b.threads() << ", fusion=" << (b.fusion_ ? "on" : "off") << ")";
+    return os << "CpuBackend(threads=" << b.threads() << ", placement=" << b.placement()
+              << ", fusion=" << (b.fusion_ ? "on" : "off") << ")";
   }
 
  private:
-  explicit CpuBackend(std::shared_ptr<tbb::task_arena> arena) : arena_(std::move(arena)) {
-    arena_->initialize();
-  }
+  explicit CpuBackend(detail::cpu_topology::resolved r)
+      : arena_(std::move(r.arena)), info_(std::make_shared<const CpuExecutionInfo>(std::move(r.info))) {}
   std::shared_ptr<tbb::task_arena> arena_;
+  std::shared_ptr<const CpuExecutionInfo> info_;
   bool fusion_ = true;
 };
 

@@ -11,13 +11,12 @@
 #pragma once
 
 #include <tenferro/core/contraction.hpp>
+#include <tenferro/core/detail/parallel.hpp>
 #include <tenferro/cpu/common.hpp>
 #include <tenferro/cpu/complex.hpp>
 #include <tenferro/cpu/layout.hpp>
 
 #include <cblas.h>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include <climits>
 #include <complex>
@@ -209,10 +208,10 @@ inline Tensor dot_general(const Tensor& a, const Tensor& b, const DotGeneralConf
     if (!edge) {
       for (std::size_t t = 0; t < plan.batch; ++t) task(t);
     } else {
-      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, tasks),
-                        [&](const tbb::blocked_range<std::size_t>& r) {
-                          for (std::size_t t = r.begin(); t != r.end(); ++t) task(t);
-                        });
+      auto tiles = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t t = begin; t != end; ++t) task(t);
+      };
+      tenferro::detail::parallel_ranges(tasks, 1, tenferro::detail::split::adaptive, tiles);
     }
     return Tensor(std::move(c));
   });

@@ -16,6 +16,7 @@
 
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace tenferro {
 
@@ -61,6 +62,15 @@ class CpuSession final : public BackendSession {
   Tensor transpose(const Tensor& a, const Axes& perm) override;
   Tensor matmul(const Tensor& a, const Tensor& b) override;
 };
+
+// Runs f(BackendSession&) with a CpuSession inside `backend`'s arena and returns f's result.
+template <class F>
+decltype(auto) run_session(const CpuBackend& backend, F&& f) {
+  return backend.execute([&]() -> decltype(auto) {
+    CpuSession session;
+    return std::forward<F>(f)(static_cast<BackendSession&>(session));
+  });
+}
 
 #if TENFERRO_HEADER_ONLY
 TENFERRO_INLINE Tensor CpuSession::add(const Tensor& a, const Tensor& b) {

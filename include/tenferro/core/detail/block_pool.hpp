@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <new>
 
-#define TENFERRO_BLOCK_POOL (!TENFERRO_ASAN)
+#define TENFERRO_BLOCK_POOL (!TENFERRO_SANITIZED_HEAP)
 
 namespace tenferro::detail {
 

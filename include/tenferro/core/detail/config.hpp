@@ -2,7 +2,6 @@
 #pragma once
 
 // Whether this translation unit is built with AddressSanitizer (g++ and clang spell it apart).
-// Allocators step aside under it, so that the sanitizer sees every block.
 #if defined(__SANITIZE_ADDRESS__)
 #define TENFERRO_ASAN 1
 #elif defined(__has_feature)
@@ -14,9 +13,27 @@
 #define TENFERRO_ASAN 0
 #endif
 
+// Whether this translation unit is built with ThreadSanitizer (core/detail/parallel.hpp).
+#if defined(__SANITIZE_THREAD__)
+#define TENFERRO_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TENFERRO_TSAN 1
+#endif
+#endif
+#if !defined(TENFERRO_TSAN)
+#define TENFERRO_TSAN 0
+#endif
+
+// Whether a sanitizer that follows every heap block is on (AddressSanitizer, or ThreadSanitizer,
+// which must see a block freed before another thread reuses it). The allocators step aside for
+// malloc under it: oneTBB's scalable allocator is not instrumented, and the block pool and the
+// mapped buffers would hide reuse.
+#define TENFERRO_SANITIZED_HEAP (TENFERRO_ASAN || TENFERRO_TSAN)
+
 // The fused loops rely on the whole expression tree being inlined into one loop body; deep
 // trees exceed the compiler's default inlining budget without this.
-#if TENFERRO_ASAN || defined(__SANITIZE_THREAD__)
+#if TENFERRO_ASAN || TENFERRO_TSAN
 // Sanitizer builds check behaviour, not speed: flattening whole fused loops under instrumentation
 // multiplies their compile time and memory several times over.
 #define TENFERRO_ALWAYS_INLINE inline

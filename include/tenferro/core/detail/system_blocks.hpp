@@ -27,7 +27,7 @@
 #endif
 
 // Whether this translation unit maps large buffers itself.
-#define TENFERRO_MMAP_BUFFERS (TENFERRO_HAS_MMAP && !TENFERRO_ASAN)
+#define TENFERRO_MMAP_BUFFERS (TENFERRO_HAS_MMAP && !TENFERRO_SANITIZED_HEAP)
 
 namespace tenferro::detail::system_blocks {
 
