@@ -254,10 +254,10 @@ TEST_CASE("threads sharing one runtime while another clears its gradients and re
   }
   for (auto& th : pool) th.join();
   clearer.join();
+  INFO("backward() gradients read whole before a clear: " << kept << " of " << threads * rounds);
   CHECK(bad == 0);
   CHECK(clears > 0);
   CHECK(stats_out_of_limits == 0);
-  INFO("backward() gradients read whole before a clear: " << kept << " of " << threads * rounds);
 }
 
 TEST_CASE("no_grad is per thread: a guard on one thread does not stop another's recording") {

@@ -3,8 +3,8 @@
 // run inside it, so their parallel loops use exactly the backend's threads.
 #pragma once
 
+#include <tenferro/core/detail/handoff.hpp>
 #include <tenferro/core/dtype.hpp>
-#include <tenferro/core/detail/parallel.hpp>
 #include <tenferro/core/error.hpp>
 #include <tenferro/cpu/placement.hpp>
 
@@ -21,6 +21,11 @@ namespace tenferro {
 
 class CpuBackend {
  public:
+  // Copied, never moved from, so that a backend stays whole after std::move (a copy is two
+  // reference counts).
+  CpuBackend(const CpuBackend&) = default;
+  CpuBackend& operator=(const CpuBackend&) = default;
+
   // A backend on every CPU the process may use (its affinity mask), one thread each, or as many
   // threads as the environment variable TENFERRO_NUM_THREADS says. Throws InvalidArgument, naming
   // the variable, when it is set to anything but a whole number from 1 to 65536.
@@ -33,11 +38,15 @@ class CpuBackend {
   }
 
   // A backend running kernels on at most `threads` threads (the calling thread included), on every
-  // CPU the process may use. Throws InvalidArgument for 0.
+  // CPU the process may use. Throws InvalidArgument for 0 and above 65536.
   static CpuBackend with_threads(std::size_t threads) {
     if (threads == 0) {
       throw Error(ErrorKind::InvalidArgument, "CpuBackend::with_threads",
                   "argument 'threads' is 0; a backend needs at least one thread");
+    }
+    if (threads > 65536) {
+      throw_error(ErrorKind::InvalidArgument, "CpuBackend::with_threads",
+                  {"argument 'threads' is ", threads, "; at most 65536 are supported"});
     }
     return CpuBackend(
         detail::cpu_topology::resolve(CpuPlacement::automatic(), threads, "CpuBackend::with_threads"));

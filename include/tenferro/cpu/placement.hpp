@@ -36,6 +36,9 @@ class CpuPlacement {
  public:
   enum class Kind : unsigned char { automatic, numa_node, all_allowed };
 
+  // automatic(), the default.
+  constexpr CpuPlacement() noexcept : CpuPlacement(Kind::automatic, 0) {}
+
   // Every CPU the process may use, with the backend's thread count (TENFERRO_NUM_THREADS or one
   // thread per CPU for CpuBackend::create(), n for with_threads(n)).
   static constexpr CpuPlacement automatic() noexcept { return {Kind::automatic, 0}; }
@@ -104,7 +107,10 @@ std::vector<std::size_t> allowed_cpus();
 inline constexpr bool reads_topology = !(TENFERRO_ASAN || TENFERRO_TSAN);
 // The NUMA nodes oneTBB reads (through hwloc); empty when it cannot read the topology.
 std::vector<std::size_t> numa_nodes();
-// The CPUs of NUMA node `node` that the process may use, ascending.
+// The CPUs of NUMA node `node` that the process may use, ascending, from the kernel's
+// /sys/devices/system/node/node<node>/cpulist. oneTBB numbers nodes by hwloc's logical index, the
+// kernel by its own: the two agree unless the process is kept off some nodes (a cpuset), where
+// this list may name another node's CPUs than the arena runs on (docs/threads.md).
 std::vector<std::size_t> node_cpus(std::size_t node);
 // The thread count TENFERRO_NUM_THREADS asks for (`value` is its text; nullopt when unset). Throws
 // InvalidArgument, naming the variable and `op`, unless it is a whole number from 1 to 65536.
@@ -213,7 +219,7 @@ TENFERRO_INLINE resolved resolve(const CpuPlacement& placement, std::size_t thre
               "or a sanitizer build)",
           placement);
     }
-    if (!std::binary_search(nodes.begin(), nodes.end(), *node)) {
+    if (std::find(nodes.begin(), nodes.end(), *node) == nodes.end()) {
       std::string known;
       for (const std::size_t n : nodes) known += (known.empty() ? "" : ", ") + std::to_string(n);
       throw CpuPlacementError(ErrorKind::InvalidArgument, std::string(op),
@@ -231,11 +237,16 @@ TENFERRO_INLINE resolved resolve(const CpuPlacement& placement, std::size_t thre
   if (threads == 0) threads = 1;
 
   // One arena per (node, threads), alive while a backend holds it; made here, initialized by
-  // oneTBB when work first enters it.
-  static std::mutex mutex;
-  static std::map<std::pair<std::ptrdiff_t, std::size_t>, std::weak_ptr<tbb::task_arena>> arenas;
+  // oneTBB when work first enters it. The registry is never destroyed, so that a backend made while
+  // the program exits still finds it.
+  struct registry {
+    std::mutex mutex;
+    std::map<std::pair<std::ptrdiff_t, std::size_t>, std::weak_ptr<tbb::task_arena>> arenas;
+  };
+  static registry& r = *new registry;
+  auto& arenas = r.arenas;
   const std::pair<std::ptrdiff_t, std::size_t> key{node ? static_cast<std::ptrdiff_t>(*node) : -1, threads};
-  const std::lock_guard lock(mutex);
+  const std::lock_guard lock(r.mutex);
   std::shared_ptr<tbb::task_arena> arena = arenas[key].lock();
   if (!arena) {
     std::erase_if(arenas, [](const auto& entry) { return entry.second.expired(); });

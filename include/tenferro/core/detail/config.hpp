@@ -13,7 +13,7 @@
 #define TENFERRO_ASAN 0
 #endif
 
-// Whether this translation unit is built with ThreadSanitizer (core/detail/parallel.hpp).
+// Whether this translation unit is built with ThreadSanitizer (core/detail/handoff.hpp).
 #if defined(__SANITIZE_THREAD__)
 #define TENFERRO_TSAN 1
 #elif defined(__has_feature)

@@ -1,97 +1,21 @@
-// Running work in a oneTBB task arena (execute_in), and splitting a loop over [0, count) with
-// oneTBB in the current task arena (parallel_ranges), behind a type-erased body.
-// tbb::parallel_for instantiates a task type, its execution, splitting and cancellation for every
+// Splitting a loop over [0, count) with oneTBB in the current task arena, behind a type-erased
+// body. tbb::parallel_for instantiates a task type, its execution, splitting and cancellation for every
 // body type; every fused pass has a body type of its own, so calling it directly costs that
 // instantiation per pass (in the compile time of every translation unit that takes a gradient).
 // Through range_fn it is instantiated once per translation unit; the price is one indirect call
 // per range, each range being thousands of elements.
 #pragma once
 
-#include <tenferro/core/detail/config.hpp>
+#include <tenferro/core/detail/handoff.hpp>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 
 #include <cstddef>
 #include <memory>
-#include <optional>
 #include <type_traits>
-#include <utility>
-
-#if TENFERRO_TSAN
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#endif
 
 namespace tenferro::detail {
-
-// ThreadSanitizer does not see oneTBB's own synchronization (the library is not instrumented):
-// handing work to another thread and waiting for it are announced to it here, around each task
-// tenferro gives oneTBB, so that it checks tenferro's code against the real order of events.
-// (tests/tsan.supp silences its reports on oneTBB's own objects, and on the captures read here
-// before a hand-off is announced.)
-// Without ThreadSanitizer these do nothing.
-class tsan_handoff {
- public:
-  void release() noexcept {
-#if TENFERRO_TSAN
-    __tsan_release(&token_);
-#endif
-  }
-  void acquire() noexcept {
-#if TENFERRO_TSAN
-    __tsan_acquire(&token_);
-#endif
-  }
-
- private:
-  [[maybe_unused]] char token_ = 0;
-};
-
-// Runs f() inside `arena` (oneTBB runs it on this thread or hands it to one of the arena's) and
-// returns its result; an exception from f propagates.
-template <class F>
-decltype(auto) execute_in(tbb::task_arena& arena, F&& f) {
-#if TENFERRO_TSAN
-  // Everything the task touches is made before the hand-off is announced.
-  using result = std::invoke_result_t<F&>;
-  using stored = std::conditional_t<std::is_reference_v<result>, std::remove_reference_t<result>*,
-                                    std::optional<std::conditional_t<std::is_void_v<result>, char, result>>>;
-  tsan_handoff handoff;
-  stored out{};
-  struct finished {
-    tsan_handoff& h;
-    ~finished() { h.release(); }
-  };
-  auto task = [&] {
-    handoff.acquire();
-    const finished done{handoff};
-    if constexpr (std::is_void_v<result>) {
-      f();
-    } else if constexpr (std::is_reference_v<result>) {
-      out = &f();
-    } else {
-      out.emplace(f());
-    }
-  };
-  handoff.release();
-  try {
-    arena.execute(task);
-  } catch (...) {
-    handoff.acquire();
-    throw;
-  }
-  handoff.acquire();
-  if constexpr (std::is_reference_v<result>) {
-    return static_cast<result>(*out);
-  } else if constexpr (!std::is_void_v<result>) {
-    return result(std::move(*out));
-  }
-#else
-  return arena.execute(std::forward<F>(f));
-#endif
-}
 
 class range_fn;
 
@@ -125,19 +49,21 @@ enum class split { even, adaptive };
 // current task arena.
 inline void parallel_ranges(std::size_t count, std::size_t grain, split how, range_fn body) {
   const tbb::blocked_range<std::size_t> all(0, count, grain);
-  tsan_handoff handoff;
-  auto run = [body, &handoff](const tbb::blocked_range<std::size_t>& r) {
-    handoff.acquire();
+  // For ThreadSanitizer (core/detail/handoff.hpp): what the caller did before the loop happens
+  // before every range, and every range before what the caller does after it.
+  tsan_handoff fork, join;
+  auto run = [body, &fork, &join](const tbb::blocked_range<std::size_t>& r) {
+    fork.acquire();
+    const tsan_release_at_exit done{join};
     body(r.begin(), r.end());
-    handoff.release();
   };
-  handoff.release();
+  fork.release();
+  const tsan_acquire_at_exit joined{join};
   if (how == split::even) {
     tbb::parallel_for(all, run, tbb::simple_partitioner{});
   } else {
     tbb::parallel_for(all, run, tbb::auto_partitioner{});
   }
-  handoff.acquire();
 }
 
 }  // namespace tenferro::detail
