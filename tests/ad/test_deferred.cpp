@@ -2,6 +2,7 @@
 // to op by op for any thread count, one pass per chain, gradients through fused backward sweeps,
 // and parameters of one element broadcast from registers.
 #include "../normal_logpdf.hpp"
+#include "../settings.hpp"
 #include "eager_testing.hpp"
 
 #include <tenferro/ad/deferred.hpp>  // detail::ad::deferred_passes
@@ -45,9 +46,10 @@ EagerTensor fusion_loss_body(const EagerTensor& x, const EagerTensor& y) {
 }  // namespace
 
 TEST_CASE("deferred fusion: values bit-identical to op by op, one pass, any thread count") {
+  // The largest size writes with streaming stores (a pass writing more than 4 MB), its last tile
+  // not whole cache lines.
+  const store_threshold rule(std::size_t(4) << 20);
   for (const DType dtype : {DType::F64, DType::F32}) {
-    // The largest size writes with streaming stores (a pass writing >= 4 MB), its last tile not
-    // whole cache lines.
     for (const std::size_t n : {std::size_t(16384), std::size_t(100003), (std::size_t(1) << 20) + 3}) {
       fusion_inputs off(false, 1, dtype, n);
       const Tensor want = fusion_loss_body(off.x, off.y).materialized();
@@ -59,8 +61,10 @@ TEST_CASE("deferred fusion: values bit-identical to op by op, one pass, any thre
         CHECK(body.shape() == Shape{n});  // shape and dtype without computing
         CHECK(body.dtype() == dtype);
         const auto before = detail::ad::deferred_passes().load();
+        const auto streamed = detail::streamed_passes().load();
         const Tensor got = body.materialized();
         CHECK(detail::ad::deferred_passes().load() == before + 1);  // the whole chain in one pass
+        CHECK(detail::streamed_passes().load() == streamed + (n * dtype_size(dtype) > (std::size_t(4) << 20)));
         CHECK_FALSE(body.state()->deferred());
         CHECK(as_doubles(got) == as_doubles(want));
         // A sum over every element of a deferred value never writes that value, and sums the
@@ -75,6 +79,7 @@ TEST_CASE("deferred fusion: values bit-identical to op by op, one pass, any thre
 
 TEST_CASE("deferred fusion: backward and grad agree with op by op and with the analytic gradient") {
   // 50001: gradients written through the caches; 2^20 + 3 doubles: with streaming stores.
+  const store_threshold rule(std::size_t(4) << 20);
   for (const std::size_t n : {std::size_t(50001), (std::size_t(1) << 20) + 3}) {
     INFO("n = " << n);
     auto run = [&](bool fuse, std::size_t threads) {
@@ -116,9 +121,10 @@ TEST_CASE("deferred fusion: backward and grad agree with op by op and with the a
 }
 
 TEST_CASE("deferred fusion: several values written by one streaming pass, read by later ops in it") {
-  // 2^20 + 3 elements: every value >= 4 MB goes out with streaming stores, the last tile by an
-  // ordinary copy. sin(x) and cos(x) are a written sincos pair; x * y is written and also read by
-  // exp in the same pass.
+  // 2^20 + 3 elements, more than 4 MB written: every value goes out with streaming stores, the last
+  // tile by an ordinary copy. sin(x) and cos(x) are a written sincos pair; x * y is written and also
+  // read by exp in the same pass.
+  const store_threshold rule(std::size_t(4) << 20);
   for (const DType dtype : {DType::F64, DType::F32}) {
     const std::size_t n = (std::size_t(1) << 20) + 3;
     fusion_inputs off(false, 1, dtype, n);

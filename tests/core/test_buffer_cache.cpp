@@ -98,6 +98,32 @@ TEST_CASE("a released large buffer is reused by the next request of about its si
   CHECK(cleared.evictions == released.evictions + 2);
 }
 
+TEST_CASE("of kept buffers of one size, the most recently released is reused first") {
+  cache_limit_guard guard;
+  set_buffer_cache_limit(std::size_t{256} << 20);
+  clear_buffer_cache();
+  constexpr std::size_t n = 100000;  // 800 KB of f64
+  std::uintptr_t older = 0, newer = 0;
+  {
+    const Tensor a = Tensor::full({n}, 1.0);
+    {
+      const Tensor b = Tensor::full({n}, 2.0);
+      newer = address_of(b);
+    }  // b released first: the older entry
+    older = newer;
+    newer = address_of(a);
+  }  // then a: the newer
+  REQUIRE(older != newer);
+  CHECK(buffer_cache_stats().entries == 2);
+  {
+    const Tensor t = Tensor::full({n}, 3.0);
+    CHECK(address_of(t) == newer);  // the one whose lines were written last
+    const Tensor u = Tensor::full({n}, 4.0);
+    CHECK(address_of(u) == older);
+  }
+  clear_buffer_cache();
+}
+
 TEST_CASE("buffers of 2 MiB or more are mapped on huge-page boundaries, cached and reused") {
   cache_limit_guard guard;
   set_buffer_cache_limit(std::size_t{256} << 20);

@@ -1,6 +1,7 @@
-// core/: DType, Shape helpers, Error; and the xtensor compatibility header.
+// core/: DType, Shape helpers, Error, the block pool, streaming stores and the store rule; and the
+// xtensor compatibility header.
 #include <tenferro/core/detail/block_pool.hpp>
-#include <tenferro/core/detail/streaming.hpp>
+#include <tenferro/core/streaming.hpp>
 #include <tenferro/core/detail/xtensor.hpp>  // first, like every xtensor include
 #include <tenferro/core/dtype.hpp>
 #include <tenferro/core/error.hpp>
@@ -10,8 +11,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "../errors.hpp"
+#include "../settings.hpp"
+
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <iterator>
 #include <set>
 #include <sstream>
@@ -234,4 +239,44 @@ TEST_CASE("stream_copy copies any length to any address, streaming whole aligned
   tenferro::detail::stream_copy(g, f, 32);
   tenferro::detail::stream_fence();
   CHECK(std::equal(f, f + 32, g));
+}
+
+TEST_CASE("the store rule: the last-level cache, the threshold's sources and the bytes compared") {
+  using test::environment;
+  using test::store_threshold;
+  const std::size_t llc = last_level_cache_bytes();
+  CHECK(llc >= (std::size_t(256) << 10));
+  if (!std::filesystem::exists("/sys/devices/system/cpu/cpu0/cache/index0")) {
+    CHECK(llc <= (std::size_t(32) << 20));  // a CPUID size, capped
+  }
+  {
+    const environment unset("TENFERRO_STREAM_THRESHOLD", nullptr);
+    const store_threshold fresh(std::nullopt);
+    CHECK(streaming_store_threshold() == llc);
+  }
+  {
+    const environment set("TENFERRO_STREAM_THRESHOLD", "1000");
+    const store_threshold fresh(std::nullopt);
+    CHECK(streaming_store_threshold() == 1000);
+    set_streaming_store_threshold(77);  // a value set wins over the environment
+    CHECK(streaming_store_threshold() == 77);
+    set_streaming_store_threshold(0);
+    CHECK(streaming_store_threshold() == 0);
+  }
+  for (const char* bad : {"", "abc", "-1", "1e6", " 5", "4M", "18446744073709551615"}) {
+    INFO("TENFERRO_STREAM_THRESHOLD='" << bad << "'");
+    const environment malformed("TENFERRO_STREAM_THRESHOLD", bad);
+    const store_threshold fresh(std::nullopt);
+    const std::string m = test::message_of([] { (void)streaming_store_threshold(); }, ErrorKind::InvalidArgument);
+    CHECK_THAT(m, Catch::Matchers::Contains("streaming_store_threshold") &&
+                      Catch::Matchers::Contains("TENFERRO_STREAM_THRESHOLD is '" + std::string(bad) + "'"));
+  }
+  const store_threshold hundred(100);
+  // Streams when the bytes of all the arrays together exceed the threshold.
+  CHECK_FALSE(detail::streams_outputs(100, 1));
+  CHECK(detail::streams_outputs(101, 1));
+  CHECK_FALSE(detail::streams_outputs(50, 2));
+  CHECK(detail::streams_outputs(51, 2));
+  CHECK_FALSE(detail::streams_outputs(1000, 0));
+  CHECK(detail::streams_outputs(SIZE_MAX / 2 + 1, 2));  // more than SIZE_MAX bytes
 }

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "../errors.hpp"
+#include "../settings.hpp"
 
 #include <sched.h>
 
@@ -37,25 +38,8 @@ std::size_t affinity_count() {
 }
 
 // Sets TENFERRO_NUM_THREADS for its lifetime (unset: nullptr).
-class environment {
- public:
-  explicit environment(const char* value) {
-    if (const char* old = std::getenv("TENFERRO_NUM_THREADS")) old_ = old, had_ = true;
-    if (value)
-      setenv("TENFERRO_NUM_THREADS", value, 1);
-    else
-      unsetenv("TENFERRO_NUM_THREADS");
-  }
-  ~environment() {
-    if (had_)
-      setenv("TENFERRO_NUM_THREADS", old_.c_str(), 1);
-    else
-      unsetenv("TENFERRO_NUM_THREADS");
-  }
-
- private:
-  std::string old_;
-  bool had_ = false;
+struct environment : tenferro::test::environment {
+  explicit environment(const char* value) : tenferro::test::environment("TENFERRO_NUM_THREADS", value) {}
 };
 
 std::string printed(const auto& v) {

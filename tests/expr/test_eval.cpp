@@ -5,6 +5,7 @@
 
 #include <tbb/task_arena.h>
 #include "../errors.hpp"
+#include "../settings.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -312,32 +313,64 @@ TEST_CASE("reductions are bit-identical for 1 and 2 threads and from run to run"
   }
 }
 
-TEST_CASE("outputs of 4 MB or more of a cheap pass are written with streaming stores, exactly") {
-  // 2^19 + 5 doubles (4 MB and a partial batch), 1 and 2 threads: value, gradient, elementwise.
-  const std::size_t n = (std::size_t(1) << 19) + 5;
-  vec a = vec::from_shape({n});
-  for (std::size_t i = 0; i < n; ++i) a(i) = 0.001 * static_cast<double>(i % 1000) - 0.5;
-  for (const int threads : {1, 2}) {
-    INFO("threads " << threads);
-    tbb::task_arena arena(threads);
-    arena.execute([&] {
-      const auto [value, grads] = value_and_grad(sum(square(x)), a);
-      const vec& g = std::get<0>(grads);
-      const vec e = eval(x * 3.0 - 1.0, a);
-      REQUIRE(g.size() == n);
-      for (std::size_t i = 0; i < n; ++i) {
-        REQUIRE(g(i) == 2.0 * a(i));
-        REQUIRE(e(i) == a(i) * 3.0 - 1.0);
-      }
-      CHECK(value == Approx(std::inner_product(a.begin(), a.end(), a.begin(), 0.0)).epsilon(1e-12));
-    });
+TEST_CASE("the store rule: a cheap pass streams when the bytes it writes exceed the threshold, exactly") {
+  // 2^17 + 5 doubles (a partial batch at the end), 1 and 2 threads: value, gradient, elementwise.
+  const std::size_t n = (std::size_t(1) << 17) + 5, bytes = n * sizeof(double);
+  vec a = vec::from_shape({n}), b = vec::from_shape({n});
+  for (std::size_t i = 0; i < n; ++i) {
+    a(i) = 0.001 * static_cast<double>(i % 1000) - 0.5;
+    b(i) = 0.002 * static_cast<double>(i % 777) + 0.25;
   }
-  // Floats: 2^20 + 3 (4 MB).
-  using fvec = column_major_array<float>;
-  fvec b = fvec::from_shape({(std::size_t(1) << 20) + 3});
-  for (std::size_t i = 0; i < b.size(); ++i) b(i) = 0.25f * static_cast<float>(i % 7);
-  const fvec f = eval(x * 2.0f, b);
-  for (std::size_t i = 0; i < b.size(); ++i) REQUIRE(f(i) == 2.0f * b(i));
+  auto streamed = [](auto&& f) {
+    const auto before = tenferro::detail::streamed_passes().load();
+    f();
+    return tenferro::detail::streamed_passes().load() - before;
+  };
+  for (const int threads : {1, 2}) {
+    tbb::task_arena arena(threads);
+    // (threshold, whether the one-array passes stream, whether the two-array pass does)
+    for (const auto& [threshold, one, two] : {std::tuple{bytes - 1, true, true}, std::tuple{bytes, false, true},
+                                               std::tuple{2 * bytes, false, false}}) {
+      INFO("threads " << threads << ", threshold " << threshold);
+      const tenferro::test::store_threshold rule(threshold);
+      arena.execute([&, one = one, two = two] {
+        vec g, e, ga, gb;
+        double value = 0;
+        CHECK(streamed([&] {
+                auto [v, grads] = value_and_grad(sum(square(x)), a);
+                value = v;
+                g = std::get<0>(grads);
+              }) == (one ? 1u : 0u));
+        CHECK(streamed([&] { e = eval(x * 3.0 - 1.0, a); }) == (one ? 1u : 0u));
+        CHECK(streamed([&] {
+                auto [v, grads] = value_and_grad(sum(square(x) + square(y)), a, b);
+                (void)v;
+                ga = std::get<0>(grads);
+                gb = std::get<1>(grads);
+              }) == (two ? 1u : 0u));
+        REQUIRE(g.size() == n);
+        for (std::size_t i = 0; i < n; ++i) {
+          REQUIRE(g(i) == 2.0 * a(i));
+          REQUIRE(e(i) == a(i) * 3.0 - 1.0);
+          REQUIRE(ga(i) == 2.0 * a(i));
+          REQUIRE(gb(i) == 2.0 * b(i));
+        }
+        CHECK(value == Approx(std::inner_product(a.begin(), a.end(), a.begin(), 0.0)).epsilon(1e-12));
+      });
+    }
+  }
+  {
+    // A pass bound by its arithmetic keeps ordinary stores at any threshold.
+    const tenferro::test::store_threshold zero(0);
+    CHECK(streamed([&] { (void)value_and_grad(sum(sin(x) * y + exp(x * y)), a, b); }) == 0);
+    // Floats: 2^18 + 3, streamed.
+    using fvec = column_major_array<float>;
+    fvec f = fvec::from_shape({(std::size_t(1) << 18) + 3});
+    for (std::size_t i = 0; i < f.size(); ++i) f(i) = 0.25f * static_cast<float>(i % 7);
+    fvec twice;
+    CHECK(streamed([&] { twice = eval(x * 2.0f, f); }) == 1);
+    for (std::size_t i = 0; i < f.size(); ++i) REQUIRE(twice(i) == 2.0f * f(i));
+  }
 }
 
 TEST_CASE("subtrees of one type with different constants are not shared") {

@@ -262,7 +262,10 @@ TEST_CASE("_into with inputs of one shape allocates nothing, up to 2^20 elements
   vec ga = vec::from_shape({n}), gb = vec::from_shape({n}), out = vec::from_shape({n});
   double v = 0;
   const auto f = sum(sin(x) * y + exp(x * y));
-  value_and_grad_into(f, std::tie(v, ga, gb), a, b);  // warm (thread-local state, if any)
+  // Warm: thread-local state, and the store rule's threshold (read once per process).
+  value_and_grad_into(f, std::tie(v, ga, gb), a, b);
+  vjp_into(x * exp(y), a, std::tie(ga, gb), a, b);
+  eval_into(x * y + 1.0, out, a, b);
   const auto before = tenferro::buffer_cache_stats();
   const std::size_t news = allocations.load();
   value_and_grad_into(f, std::tie(v, ga, gb), a, b);
@@ -273,4 +276,38 @@ TEST_CASE("_into with inputs of one shape allocates nothing, up to 2^20 elements
   CHECK(made == 0);
   CHECK(after.hits + after.misses == before.hits + before.misses);
   CHECK(v == value_and_grad(f, a, b).value);
+}
+
+TEST_CASE("value_and_grad allocates its outputs and nothing else, shapes of rank 4 included") {
+  // Shapes up to rank 4 live on the stack (xtensor's svector<4>); output buffers come from
+  // tenferro's allocator (buffers of 64 KiB or more from the buffer cache, one request each),
+  // never from operator new.
+  using counts = std::pair<std::size_t, std::size_t>;  // (operator new, buffer cache requests)
+  auto count = [](auto&& call) {
+    const auto before = tenferro::buffer_cache_stats();
+    const std::size_t news = allocations.load();
+    call();
+    const auto after = tenferro::buffer_cache_stats();
+    return counts{allocations.load() - news, (after.hits + after.misses) - (before.hits + before.misses)};
+  };
+  const auto f = sum(sin(x) * y + exp(x * y));
+  for (const std::size_t n : {std::size_t(1), std::size_t(16), std::size_t(1000), std::size_t(65536)}) {
+    INFO("n = " << n);
+    const vec a = wave(n, 0.2), b = wave(n, 0.9);
+    (void)value_and_grad(f, a, b);  // warm
+    (void)eval(x * y + 1.0, a, b);
+    const std::size_t cached = n == 65536 ? 1 : 0;
+    const counts grads = count([&] { (void)value_and_grad(f, a, b); });
+    CHECK(grads.first == 0);
+    CHECK(grads.second == 2 * cached);
+    const counts values = count([&] { (void)eval(x * y + 1.0, a, b); });
+    CHECK(values.first == 0);
+    CHECK(values.second == cached);
+  }
+  vec c = vec::from_shape({8, 16, 16, 8});  // 128 KiB
+  for (std::size_t i = 0; i < c.size(); ++i) c.data()[i] = 0.001 * static_cast<double>(i % 1000);
+  (void)value_and_grad(sum(square(x)), c);
+  const counts rank4 = count([&] { (void)value_and_grad(sum(square(x)), c); });
+  CHECK(rank4.first == 0);
+  CHECK(rank4.second == 1);
 }

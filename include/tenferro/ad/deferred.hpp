@@ -31,7 +31,7 @@
 #include <tenferro/ad/record.hpp>
 #include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/detail/parallel.hpp>
-#include <tenferro/core/detail/streaming.hpp>
+#include <tenferro/core/streaming.hpp>
 #include <tenferro/cpu/fused.hpp>
 
 #include <tbb/task_arena.h>
@@ -251,8 +251,12 @@ void run_deferred_pass(std::span<const planned_value> group, const std::vector<b
     if (partner[j] != none) computed[partner[j]] = true;
   }
   std::vector<T*> base(m, nullptr);
-  // Written values of a large pass are made in scratch tiles and copied out with streaming stores.
-  const bool streams = n * sizeof(T) >= stream_bytes;
+  // Written values of a pass that writes more than the store rule allows (core/streaming.hpp) are
+  // made in scratch tiles and copied out with streaming stores.
+  std::size_t written_arrays = 0;
+  for (std::size_t j = 0; j < m; ++j) written_arrays += written[j] && j != sum;
+  const bool streams = streams_outputs(n * sizeof(T), written_arrays);
+  if (streams) streamed_passes().fetch_add(1, std::memory_order_relaxed);
   std::vector<std::size_t> scratch_slot(m, 0);
   std::size_t scratch_count = 0;
   for (std::size_t j = 0; j < m; ++j) {

@@ -5,9 +5,9 @@
 // - up to 64 KiB: oneTBB's scalable allocator (per-thread caches; glibc's heap, trimmed and grown
 //   again around such blocks, made a 100-op chain of 8 KB tensors up to 20x slower);
 // - 64 KiB (`buffer_cache_min_bytes`) or more: this cache. A released buffer is kept, up to
-//   `buffer_cache_limit()` bytes, and handed to the next request of about the same size: a
-//   training step that makes the same shapes again reuses the same pages, with no page faults and
-//   no system calls. New ones come from core/detail/system_blocks.hpp (from 2 MiB on, mapped in
+//   `buffer_cache_limit()` bytes, and handed to the next request of about the same size (the most
+//   recently released of the smallest that fits, often still in the caches): a training step that
+//   makes the same shapes again reuses the same pages, with no page faults and no system calls. New ones come from core/detail/system_blocks.hpp (from 2 MiB on, mapped in
 //   transparent huge pages).
 // oneTBB's scalable allocator for the large buffers too was measured side by side against this
 // cache and was slower on the rows that matter (docs/benchmarks.md, "Allocator"); the environment
@@ -213,8 +213,9 @@ class buffer_cache {
       std::lock_guard lock(s.mutex);
       auto best = s.entries.end();
       for (auto it = s.entries.begin(); it != s.entries.end(); ++it) {
+        // The smallest that fits; of those the newest, whose lines may still be in the caches.
         if (it->capacity >= capacity && it->capacity - capacity <= capacity / 4 &&
-            (best == s.entries.end() || it->capacity < best->capacity)) {
+            (best == s.entries.end() || it->capacity <= best->capacity)) {
           best = it;
         }
       }

@@ -62,10 +62,11 @@ namespace detail {
 // The NumPy broadcast of two shapes, the one rule of every layer: right-aligned, each pair of
 // extents equal or one of them 1 (the result takes the other), missing leading axes count as 1.
 // nullopt when some pair differs with neither 1; then *conflict (when given) is that axis of the
-// result.
-inline std::optional<Shape> broadcast_shapes(std::span<const std::size_t> a, std::span<const std::size_t> b,
-                                             std::size_t* conflict = nullptr) {
-  Shape out(std::max(a.size(), b.size()), 1);
+// result. S: the result's type (a Shape, or a vector with inline storage).
+template <class S = Shape>
+std::optional<S> broadcast_shapes(std::span<const std::size_t> a, std::span<const std::size_t> b,
+                                  std::size_t* conflict = nullptr) {
+  S out(std::max(a.size(), b.size()), 1);
   const std::size_t lead_a = out.size() - a.size(), lead_b = out.size() - b.size();
   for (std::size_t i = 0; i < out.size(); ++i) {
     const std::size_t da = i < lead_a ? 1 : a[i - lead_a];

@@ -44,9 +44,10 @@ class CpuBackend {
       throw Error(ErrorKind::InvalidArgument, "CpuBackend::with_threads",
                   "argument 'threads' is 0; a backend needs at least one thread");
     }
-    if (threads > 65536) {
+    if (threads > detail::cpu_topology::max_threads) {
       throw_error(ErrorKind::InvalidArgument, "CpuBackend::with_threads",
-                  {"argument 'threads' is ", threads, "; at most 65536 are supported"});
+                  {"argument 'threads' is ", threads, "; at most ", detail::cpu_topology::max_threads,
+                   " are supported"});
     }
     return CpuBackend(
         detail::cpu_topology::resolve(CpuPlacement::automatic(), threads, "CpuBackend::with_threads"));

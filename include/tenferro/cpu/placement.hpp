@@ -5,6 +5,7 @@
 #pragma once
 
 #include <tenferro/core/detail/config.hpp>
+#include <tenferro/core/detail/environment.hpp>
 #include <tenferro/core/error.hpp>
 
 #include <tbb/task_arena.h>
@@ -105,6 +106,8 @@ std::vector<std::size_t> allowed_cpus();
 // oneTBB loads libtbbbind with dlopen(RTLD_DEEPBIND), which their runtimes refuse by ending the
 // process; such builds take the path of a machine whose topology cannot be read.
 inline constexpr bool reads_topology = !(TENFERRO_ASAN || TENFERRO_TSAN);
+// The most threads a backend may have (CpuBackend::with_threads, TENFERRO_NUM_THREADS).
+inline constexpr std::size_t max_threads = 65536;
 // The NUMA nodes oneTBB reads (through hwloc); empty when it cannot read the topology.
 std::vector<std::size_t> numa_nodes();
 // The CPUs of NUMA node `node` that the process may use, ascending, from the kernel's
@@ -113,7 +116,7 @@ std::vector<std::size_t> numa_nodes();
 // this list may name another node's CPUs than the arena runs on (docs/threads.md).
 std::vector<std::size_t> node_cpus(std::size_t node);
 // The thread count TENFERRO_NUM_THREADS asks for (`value` is its text; nullopt when unset). Throws
-// InvalidArgument, naming the variable and `op`, unless it is a whole number from 1 to 65536.
+// InvalidArgument, naming the variable and `op`, unless it is a whole number from 1 to max_threads.
 std::optional<std::size_t> threads_from_environment(const char* value, std::string_view op);
 
 // A placement resolved: the shared arena of (its NUMA node, threads) and what execution_info()
@@ -194,16 +197,7 @@ TENFERRO_INLINE std::vector<std::size_t> node_cpus(std::size_t node) {
 }
 
 TENFERRO_INLINE std::optional<std::size_t> threads_from_environment(const char* value, std::string_view op) {
-  if (value == nullptr) return std::nullopt;
-  const std::string_view text(value);
-  std::size_t n = 0;
-  const auto r = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (text.empty() || r.ec != std::errc{} || r.ptr != text.data() + text.size() || n == 0 || n > 65536) {
-    throw_error(ErrorKind::InvalidArgument, op,
-                {"environment variable TENFERRO_NUM_THREADS is '", text,
-                 "'; expected a whole number of threads from 1 to 65536"});
-  }
-  return n;
+  return whole_number_from_environment("TENFERRO_NUM_THREADS", value, op, 1, max_threads, "threads");
 }
 
 TENFERRO_INLINE resolved resolve(const CpuPlacement& placement, std::size_t threads, std::string_view op) {

@@ -48,16 +48,20 @@ template <class Policy, class E, class... In>
 auto eval_with(const E& e, const In&... in) {
   using T = compute_type_t<In...>;
   check_compute_type<T>("eval", e);
-  binding<T, In...> b("eval", sizeof...(In), in...);
-  if constexpr (is_scalar<E>) {
-    T value = 0;
-    run_program_into<Policy, T>(b.leaves, b.n, std::tie(value), as_scalar<E>{e});
-    return value;
-  } else {
-    auto value = new_array<T>(b.shape);
-    run_program_into<Policy, T>(b.leaves, b.n, std::tie(value), as_array<E>{e});
-    return value;
-  }
+  return with_leaves<T>(
+      "eval", sizeof...(In),
+      [&](const auto& leaves, std::size_t n, std::span<const std::size_t> shape) {
+        if constexpr (is_scalar<E>) {
+          T value = 0;
+          run_program_into<Policy, T>(leaves, n, std::tie(value), as_scalar<E>{e});
+          return value;
+        } else {
+          auto value = new_array<T>(shape);
+          run_program_into<Policy, T>(leaves, n, std::tie(value), as_array<E>{e});
+          return value;
+        }
+      },
+      in...);
 }
 
 // Each tangent of a jvp has its input's shape (a scalar for a scalar).
@@ -125,14 +129,18 @@ auto value_and_grad(const E& e, const In&... in) {
       "value_and_grad: derivatives need a floating compute type: convert integer inputs to float or double");
   static_assert(!Complex<T> || complex_differentiable<E>,
                 "value_and_grad: a derivative rule of this expression has no complex form");
-  detail::binding<T, In...> b("value_and_grad", sizeof...(In), in...);
   // The value and the gradients are written where they are returned (a broadcast input's gradient
   // is then replaced by its sum back to the input's shape).
-  value_and_grad_result<T, detail::gradients_t<T, In...>> result{
-      T(0), detail::gradients_t<T, In...>(detail::gradient_init<T>(b.shape, in)...)};
-  detail::run_with_gradients<T>(b.leaves, b.n, std::tie(result.value),
-                                std::make_tuple(detail::as_scalar<E>{e}), result.grad, e, one{}, in...);
-  return result;
+  return detail::with_leaves<T>(
+      "value_and_grad", sizeof...(In),
+      [&](const auto& leaves, std::size_t n, std::span<const std::size_t> shape) {
+        value_and_grad_result<T, detail::gradients_t<T, In...>> result{
+            T(0), detail::gradients_t<T, In...>(detail::gradient_init<T>(shape, in)...)};
+        detail::run_with_gradients<T>(leaves, n, std::tie(result.value), std::make_tuple(detail::as_scalar<E>{e}),
+                                      result.grad, e, one{}, in...);
+        return result;
+      },
+      in...);
 }
 
 // The gradients alone (a tuple, one per input).
@@ -156,18 +164,15 @@ auto vjp(const E& e, const C& cotangent, const In&... in) {
   static_assert(!Complex<T> || complex_differentiable<E>,
                 "vjp: a derivative rule of this expression has no complex form");
   constexpr std::size_t N = sizeof...(In);
-  if constexpr (ArrayInput<C>) {
-    const Shape out = detail::broadcast_shape("vjp", N, in...);
-    const Shape cs = detail::shape_of(detail::container_of(cotangent));
-    if (cs != out) {
-      throw_error(ErrorKind::ShapeMismatch, "vjp",
-                  {"argument 'cotangent' has shape ", cs, " but the output has shape ", out});
-    }
-  }
-  detail::binding<T, In..., C> b("vjp", N, in..., cotangent);
-  detail::gradients_t<T, In...> grads(detail::gradient_init<T>(b.shape, in)...);
-  detail::run_with_gradients<T>(b.leaves, b.n, std::tie(), std::tuple<>(), grads, e, arg<N>{}, in...);
-  return grads;
+  if constexpr (ArrayInput<C>) detail::check_cotangent_shape("vjp", N, cotangent, in...);
+  return detail::with_leaves<T>(
+      "vjp", N,
+      [&](const auto& leaves, std::size_t n, std::span<const std::size_t> shape) {
+        detail::gradients_t<T, In...> grads(detail::gradient_init<T>(shape, in)...);
+        detail::run_with_gradients<T>(leaves, n, std::tie(), std::tuple<>(), grads, e, arg<N>{}, in...);
+        return grads;
+      },
+      in..., cotangent);
 }
 
 // Jacobian-vector product: the value of e and its tangent when input k moves along tangent k
@@ -187,22 +192,26 @@ auto jvp(const E& e, const std::tuple<In...>& inputs, const std::tuple<Tn...>& t
   detail::check_tangents("jvp", inputs, tangents);
 
   auto run = [&](const auto&... all) {
-    detail::binding<T, std::remove_cvref_t<decltype(all)>...> b("jvp", N, all...);
-    auto tangent = detail::tangent_expr<N>(e);
-    using Tan = decltype(tangent);
-    if constexpr (is_scalar<E>) {
-      jvp_result<T> r{0, 0};
-      detail::run_program_into<detail::simd_policy, T>(b.leaves, b.n, std::tie(r.value, r.tangent),
-                                                       detail::as_scalar<E>{e},
-                                                       detail::as_scalar<Tan>{tangent});
-      return r;
-    } else {
-      jvp_result<column_major_array<T>> r{detail::new_array<T>(b.shape), detail::new_array<T>(b.shape)};
-      detail::run_program_into<detail::simd_policy, T>(b.leaves, b.n, std::tie(r.value, r.tangent),
-                                                       detail::as_array<E>{e},
-                                                       detail::as_array<Tan>{tangent});
-      return r;
-    }
+    return detail::with_leaves<T>(
+        "jvp", N,
+        [&](const auto& leaves, std::size_t n, std::span<const std::size_t> shape) {
+          auto tangent = detail::tangent_expr<N>(e);
+          using Tan = decltype(tangent);
+          if constexpr (is_scalar<E>) {
+            jvp_result<T> r{0, 0};
+            detail::run_program_into<detail::simd_policy, T>(leaves, n, std::tie(r.value, r.tangent),
+                                                             detail::as_scalar<E>{e},
+                                                             detail::as_scalar<Tan>{tangent});
+            return r;
+          } else {
+            jvp_result<column_major_array<T>> r{detail::new_array<T>(shape), detail::new_array<T>(shape)};
+            detail::run_program_into<detail::simd_policy, T>(leaves, n, std::tie(r.value, r.tangent),
+                                                             detail::as_array<E>{e},
+                                                             detail::as_array<Tan>{tangent});
+            return r;
+          }
+        },
+        all...);
   };
   return [&]<std::size_t... K>(std::index_sequence<K...>) {
     return run(std::get<K>(inputs)..., std::get<K>(tangents)...);

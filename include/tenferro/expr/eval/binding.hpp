@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <span>
 #include <tuple>
 #include <utility>
@@ -36,8 +37,8 @@ constexpr void check_inputs() {
 
 // The NumPy broadcast shape of the array inputs among the first `count` inputs ({} when none).
 template <class... In>
-Shape broadcast_shape(std::string_view op, std::size_t count, const In&... in) {
-  Shape shape;
+eval_shape broadcast_shape(std::string_view op, std::size_t count, const In&... in) {
+  eval_shape shape;
   std::size_t k = 0;
   std::size_t first = sizeof...(In);
   auto widen = [&](const auto& input) {
@@ -48,7 +49,7 @@ Shape broadcast_shape(std::string_view op, std::size_t count, const In&... in) {
           first = k;
           shape.assign(c.shape().begin(), c.shape().end());
         } else {
-          broadcast_into(shape, shape_of(c), op, k, first);
+          broadcast_into(shape, shape_view(c), op, k, first);
         }
       }
     }
@@ -56,6 +57,19 @@ Shape broadcast_shape(std::string_view op, std::size_t count, const In&... in) {
   };
   (widen(in), ...);
   return shape;
+}
+
+// Throws ShapeMismatch from `op` unless the array `cotangent` has the broadcast shape of the first
+// `count` inputs (the output's).
+template <class C, class... In>
+void check_cotangent_shape(std::string_view op, std::size_t count, const C& cotangent, const In&... in) {
+  const eval_shape out = broadcast_shape(op, count, in...);
+  const std::span<const std::size_t> given = shape_view(container_of(cotangent));
+  if (!std::ranges::equal(given, out)) {
+    throw_error(ErrorKind::ShapeMismatch, op,
+                {"argument 'cotangent' has shape ", given, " but the output has shape ",
+                 std::span<const std::size_t>(out)});
+  }
 }
 
 // An input the fused loop reads where it is, for an evaluation of shape `shape`: a scalar, or a
@@ -88,7 +102,7 @@ leaf_t<T, In> leaf_in_place(const In& input) {
 template <class T, class... In>
 struct binding {
   std::tuple<leaf_t<T, In>...> leaves;
-  Shape shape;
+  eval_shape shape;
   std::size_t n = 1;
   std::vector<tenferro::detail::scratch_buffer<T>> copies;  // plain buffers: cheap to compile
   // One per input at most; the leaves point at them (a binding moves without moving them).
@@ -103,12 +117,12 @@ struct binding {
     auto check_trailing = [&](const auto& input) {
       if constexpr (ArrayInput<decltype(input)>) {
         if (k >= shaped_inputs) {
-          Shape widened = shape;
-          broadcast_into(widened, shape_of(container_of(input)), op, k, 0);
+          eval_shape widened = shape;
+          broadcast_into(widened, shape_view(container_of(input)), op, k, 0);
           if (widened != shape) {
             throw_error(ErrorKind::ShapeMismatch, op,
-                        {"input ", k, " has shape ", shape_of(container_of(input)),
-                         ", which does not fit the output shape ", shape});
+                        {"input ", k, " has shape ", shape_view(container_of(input)),
+                         ", which does not fit the output shape ", std::span<const std::size_t>(shape)});
           }
         }
       }
@@ -119,7 +133,7 @@ struct binding {
     if (!size) {
       throw_error(
           ErrorKind::InvalidArgument, op,
-          {"the inputs broadcast to shape ", shape,
+          {"the inputs broadcast to shape ", std::span<const std::size_t>(shape),
            ", which has too many elements (the product of its non-zero extents must not exceed 2^63 - "
            "1)"});
     }
@@ -140,13 +154,71 @@ struct binding {
         if (fits_in_place<T>(input, shape)) return {c.data()};
       }
       if (!gathers) gathers = std::make_unique<gather_source<T>[]>(sizeof...(In));
-      gather_source<T>& g = gathers[gathered++] = make_gather<T>(c, shape);  // read chunk by chunk
+      gather_source<T>& g = gathers[gathered++] = make_gather<T>(c, Shape(shape.begin(), shape.end()));  // chunk by chunk
       return {nullptr, ~std::size_t(0), &g};
     } else {
       return {static_cast<T>(input)};
     }
   }
 };
+
+// Inputs read where they lie, without a binding (no shape is built, nothing allocated): when every
+// array input is a column-major array of T of one shape.
+template <class T, class... In>
+struct in_place_inputs {
+  std::tuple<leaf_t<T, In>...> leaves;
+  std::span<const std::size_t> shape;
+  std::size_t n;
+};
+
+// Whether input In is read as T where it lies (a number always is: it is converted into its leaf).
+template <class T, class In>
+inline constexpr bool of_compute_type = [] {
+  if constexpr (ArrayInput<In>) {
+    return std::is_same_v<typename std::remove_cvref_t<decltype(container_of(std::declval<const In&>()))>::value_type,
+                          T>;
+  } else {
+    return true;
+  }
+}();
+
+// The shape is the first array's among the first `shaped_inputs` inputs (the others, a
+// cotangent or tangents, must have it too).
+template <class T, class... In>
+std::optional<in_place_inputs<T, In...>> bind_in_place(std::size_t shaped_inputs, const In&... in) {
+  if constexpr (!(of_compute_type<T, In> && ...)) {  // some input is converted
+    (void)shaped_inputs;
+    ((void)in, ...);
+    return std::nullopt;
+  } else {
+    std::span<const std::size_t> shape;
+    bool any = false;
+    std::size_t k = 0;
+    auto first = [&](const auto& input) {
+      if constexpr (ArrayInput<decltype(input)>) {
+        if (!any && k < shaped_inputs) {
+          shape = shape_view(container_of(input));
+          any = true;
+        }
+      }
+      ++k;
+    };
+    (first(in), ...);
+    if (!any || !(fits_in_place<T>(in, shape) && ...)) return std::nullopt;
+    std::size_t n = 1;
+    for (const std::size_t e : shape) n *= e;
+    return in_place_inputs<T, In...>{{leaf_in_place<T>(in)...}, shape, n};
+  }
+}
+
+// f(leaves, n, shape) over the inputs read in place when they can be, else bound (binding<T, In...>,
+// its shape the broadcast shape of the first `shaped_inputs`).
+template <class T, class... In, class F>
+decltype(auto) with_leaves(std::string_view op, std::size_t shaped_inputs, F&& f, const In&... in) {
+  if (auto p = bind_in_place<T>(shaped_inputs, in...)) return f(p->leaves, p->n, p->shape);
+  binding<T, In...> b(op, shaped_inputs, in...);
+  return f(b.leaves, b.n, std::span<const std::size_t>(b.shape));
+}
 
 // The gradient output for input K of a scalar gradient field expression G.
 template <class In, class G>
@@ -174,12 +246,12 @@ using gradient_t = std::conditional_t<ArrayInput<In>, column_major_array<T>, T>;
 // input was broadcast), except that of an input of one element, which the pass sums as it goes
 // (program.hpp, sums()); a scalar's starts at 0.
 template <class T>
-typename column_major_array<T>::shape_type array_shape(const Shape& shape) {
+typename column_major_array<T>::shape_type array_shape(std::span<const std::size_t> shape) {
   return {shape.begin(), shape.end()};
 }
 
 template <class T, class In>
-auto gradient_init(const Shape& shape, const In& input) {
+auto gradient_init(std::span<const std::size_t> shape, const In& input) {
   if constexpr (ArrayInput<In>) {
     const auto& c = container_of(input);
     if (c.size() == 1) return typename column_major_array<T>::shape_type(c.shape().begin(), c.shape().end());
@@ -195,7 +267,7 @@ using gradients_t = std::tuple<gradient_t<T, In>...>;
 
 // An uninitialised array of `shape`, constructed where the caller's result lives.
 template <class T>
-column_major_array<T> new_array(const Shape& shape) {
+column_major_array<T> new_array(std::span<const std::size_t> shape) {
   return column_major_array<T>(array_shape<T>(shape));
 }
 

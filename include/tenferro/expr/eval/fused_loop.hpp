@@ -4,7 +4,7 @@
 #pragma once
 
 #include <tenferro/core/detail/config.hpp>
-#include <tenferro/core/detail/streaming.hpp>
+#include <tenferro/core/streaming.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/expr/eval/cse.hpp>
 #include <tenferro/expr/eval/kernel.hpp>
@@ -45,12 +45,12 @@ inline constexpr std::size_t pass_cost =
 // three times (both accumulators and the odd last batch): a third of the code to compile.
 inline constexpr std::size_t interleave_cost = 8;
 
-// Up to this cost per element a pass is bound by memory, and its outputs of 4 MB or more are
-// written around the caches (streaming stores do not read a line before overwriting it). At 1e6
-// doubles (one thread): the gradient of sum(square(x)) (cost 4) 551-603 -> 336-344 µs, the
-// normal log-pdf's (11) 541-573 -> 335-338 µs; a pass with a transcendental function (the
-// gradient pass of log_sum_exp, 13; sum(sin(x) * y + exp(x * y)), 28) was 5-15 % slower with
-// them, and keeps ordinary stores.
+// Up to this cost per element a pass is bound by memory, and the store rule (core/streaming.hpp)
+// decides whether its outputs go around the caches. Measured with the outputs streamed (one
+// thread, AVX-512): the gradients of sum(square(x)) (cost 4) and of the normal log-pdf (11) at 1e7
+// doubles take 2.7-2.9 ms instead of 3.7-3.9, but at 1e6 (8 MB, in the L3) 189-199 µs instead of
+// 158-161; a pass with a transcendental function (log_sum_exp's, 13; sum(sin(x) * y + exp(x * y)),
+// 28) was 5-15 % slower with them, and keeps ordinary stores.
 inline constexpr std::size_t stream_cost = 12;
 
 struct simd_policy {};
@@ -129,6 +129,10 @@ TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Store
   const auto bodies = std::apply([](const auto&... r) { return std::tuple{*r.body...}; }, reds);
   const auto exprs = std::apply([](const auto&... t) { return std::tuple{*t.expr...}; }, stores);
   const auto rep_nodes = std::apply([](const auto&... r) { return std::tuple{*r.node...}; }, reps);
+  // And of the flags, which are then known not to change while the loop stores.
+  std::array<bool, Shared::size + 1> ok_local;
+  std::copy_n(ok, ok_local.size(), ok_local.begin());
+  const std::array<bool, NR> active_local = active;
   auto step = [&](std::size_t i, Acc& into) {
     const auto registers = std::apply(
         [&](const auto&... leaf) { return std::tuple{register_leaf<B>{leaf.template load<B>(i)}...}; },
@@ -136,7 +140,7 @@ TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Store
     constexpr std::size_t M = std::tuple_size_v<Reps>;
     std::array<B, M> shared;
     const element_context<T, std::remove_const_t<decltype(registers)>, Shared, B> ctx{
-        registers, results, count_n, i, shared.data(), ok};
+        registers, results, count_n, i, shared.data(), ok_local.data()};
     [&]<std::size_t... K>(std::index_sequence<K...>) {
       auto fill = [&]<std::size_t Kc>(std::integral_constant<std::size_t, Kc>) {
         using Rep = std::tuple_element_t<Kc, Reps>;
@@ -145,9 +149,9 @@ TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Store
         constexpr std::size_t partner = std::is_void_v<P> ? not_shared : shared_index<Shared, P>;
         // A subtree holding no constants has one value wherever it occurs: computed, unlooked.
         if constexpr (partner == not_shared) {
-          if (!holds_values<S> || ok[Kc]) shared[Kc] = eval_node<Rep::base, B>(std::get<Kc>(rep_nodes), ctx);
+          if (!holds_values<S> || ok_local[Kc]) shared[Kc] = eval_node<Rep::base, B>(std::get<Kc>(rep_nodes), ctx);
         } else if constexpr (pair_slot_of<S> == 0) {
-          if (!holds_values<S> || ok[Kc] || ok[partner]) {
+          if (!holds_values<S> || ok_local[Kc] || ok_local[partner]) {
             const auto [first, second] =
                 S::op_type::pair_batch(eval_batch<Rep::base, B>(std::get<Kc>(rep_nodes).operand, ctx));
             shared[Kc] = first;
@@ -165,7 +169,7 @@ TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Store
         // A duplicate of an earlier reduction: computed only when its constants differ (never
         // when its body holds none, decided here rather than per batch).
         if constexpr (first_same_task<Reds, Jc>() != Jc) {
-          if (!holds_values<typename Task::body_type> || !active[Jc]) return;
+          if (!holds_values<typename Task::body_type> || !active_local[Jc]) return;
         }
         into[Jc] = Task::op::combine(into[Jc], eval_batch<Task::id + 1, B>(std::get<Jc>(bodies), ctx));
       };

@@ -111,6 +111,15 @@ Shape shape_of(const C& c) {
   return Shape(c.shape().begin(), c.shape().end());
 }
 
+// The shape of an evaluation: up to rank 4 on the stack (the shape type of the arrays it returns).
+using eval_shape = typename column_major_array<double>::shape_type;
+
+// A container's shape, as a view.
+template <class C>
+std::span<const std::size_t> shape_view(const C& c) {
+  return {c.shape().data(), c.shape().size()};
+}
+
 template <class C>
 bool has_shape(const C& c, const Shape& shape) {
   return std::equal(c.shape().begin(), c.shape().end(), shape.begin(), shape.end());
@@ -130,12 +139,13 @@ bool column_major_storage(const C& c) {
 
 // NumPy broadcasting of `shape` into `result` (aligned at the last axis). Throws ShapeMismatch
 // naming both shapes.
-inline void broadcast_into(Shape& result, const Shape& shape, std::string_view op, std::size_t index,
-                           std::size_t first_index) {
-  auto out = broadcast_shapes(result, shape);
+inline void broadcast_into(eval_shape& result, std::span<const std::size_t> shape, std::string_view op,
+                           std::size_t index, std::size_t first_index) {
+  const std::span<const std::size_t> before(result.data(), result.size());
+  auto out = broadcast_shapes<eval_shape>(before, shape);
   if (!out) {
     throw_error(ErrorKind::ShapeMismatch, op,
-                {"input ", index, " has shape ", shape, ", which does not broadcast with shape ", result,
+                {"input ", index, " has shape ", shape, ", which does not broadcast with shape ", before,
                  " (of input ", first_index, " and those before it)"});
   }
   result = std::move(*out);

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -116,59 +117,16 @@ void check_disjoint(std::string_view op, const std::array<out_span<T>, N>& outpu
   }
 }
 
-// Inputs read where they lie, without a binding (no shape is built, nothing allocated): when every
-// array input is a column-major array of T of one shape.
-template <class T, class... In>
-struct in_place_inputs {
-  std::tuple<leaf_t<T, In>...> leaves;
-  std::span<const std::size_t> shape;
-  std::size_t n;
-};
-
-// The shape is the first array's among the first `shaped_inputs` inputs (the others, a
-// cotangent or tangents, must have it too).
-template <class T, class... In>
-std::optional<in_place_inputs<T, In...>> bind_in_place(std::size_t shaped_inputs, const In&... in) {
-  std::span<const std::size_t> shape;
-  bool any = false;
-  std::size_t k = 0;
-  auto first = [&](const auto& input) {
-    if constexpr (ArrayInput<decltype(input)>) {
-      if (!any && k < shaped_inputs) {
-        const auto& s = container_of(input).shape();
-        shape = std::span<const std::size_t>(s.data(), s.size());
-        any = true;
-      }
-    }
-    ++k;
-  };
-  (first(in), ...);
-  if (!any || !(fits_in_place<T>(in, shape) && ...)) return std::nullopt;
-  std::size_t n = 1;
-  for (const std::size_t e : shape) n *= e;
-  return in_place_inputs<T, In...>{{leaf_in_place<T>(in)...}, shape, n};
-}
-
-// f(leaves, n, shape) over the inputs read in place when they can be, else bound (binding<T, In...>,
-// its shape the broadcast shape of the first `shaped_inputs`).
-template <class T, class... In, class F>
-void with_leaves(std::string_view op, std::size_t shaped_inputs, F&& f, const In&... in) {
-  if (auto p = bind_in_place<T>(shaped_inputs, in...)) {
-    f(p->leaves, p->n, p->shape);
-    return;
-  }
-  binding<T, In...> b(op, shaped_inputs, in...);
-  f(b.leaves, b.n, std::span<const std::size_t>(b.shape));
-}
-
 // Where the gradient of each input goes, given the caller's outputs `grads` (the first at position
 // `first_position` of the op's outputs): a T& for a scalar input; for an array input the caller's
 // array, or, when the input is broadcast to the larger evaluation shape, a scratch array of that
 // shape summed into the caller's after the pass (finish()).
 template <class T, class... In>
 struct gradient_sinks {
-  // (declared first: make() fills them while sinks is constructed)
-  std::array<std::optional<column_major_array<T>>, sizeof...(In)> scratch;
+  // (declared first: make() fills them while sinks is constructed; a null pointer where the
+  // gradient goes straight to the caller's output, so a call without broadcasting neither builds
+  // nor destroys an array here)
+  std::array<std::unique_ptr<column_major_array<T>>, sizeof...(In)> scratch;
   std::array<out_span<T>, sizeof...(In)> given{};  // the caller's outputs (a number: one element)
   std::tuple<std::conditional_t<ArrayInput<In>, out_span<T>, T&>...> sinks;
 
@@ -192,7 +150,8 @@ struct gradient_sinks {
         const std::span<const std::size_t> input_shape(s.data(), s.size());
         given[Kc] = output_span<T>(op, first_position + Kc, g, input_shape, Kc, in...);
         if (c.size() == 1 || std::ranges::equal(input_shape, shape)) return out_span<T>(given[Kc]);
-        scratch[Kc].emplace(typename column_major_array<T>::shape_type(shape.begin(), shape.end()));
+        scratch[Kc] = std::make_unique<column_major_array<T>>(
+            typename column_major_array<T>::shape_type(shape.begin(), shape.end()));
         return out_span<T>{scratch[Kc]->data(), scratch[Kc]->size()};
       } else {
         check_scalar_output<T, std::remove_cvref_t<decltype(g)>>();
@@ -307,14 +266,7 @@ void vjp_into(const E& e, const C& cotangent, std::tuple<G&...> outputs, const I
   constexpr std::string_view op = "vjp_into";
   constexpr std::size_t N = sizeof...(In);
   if constexpr (ArrayInput<C>) {  // (inputs read in place have the cotangent's shape)
-    if (!detail::bind_in_place<T>(N, in..., cotangent)) {
-      const Shape out = detail::broadcast_shape(op, N, in...);
-      const Shape cs = detail::shape_of(detail::container_of(cotangent));
-      if (cs != out) {
-        throw_error(ErrorKind::ShapeMismatch, op,
-                    {"argument 'cotangent' has shape ", cs, " but the output has shape ", out});
-      }
-    }
+    if (!detail::bind_in_place<T>(N, in..., cotangent)) detail::check_cotangent_shape(op, N, cotangent, in...);
   }
   detail::with_leaves<T>(
       op, N,

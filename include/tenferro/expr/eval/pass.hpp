@@ -10,7 +10,7 @@
 
 #include <tenferro/core/detail/config.hpp>
 #include <tenferro/core/detail/parallel.hpp>
-#include <tenferro/core/detail/streaming.hpp>
+#include <tenferro/core/streaming.hpp>
 #include <tenferro/core/detail/xtensor.hpp>
 #include <tenferro/expr/eval/broadcast.hpp>
 #include <tenferro/expr/eval/cse.hpp>
@@ -129,18 +129,23 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     });
   }
 
-  // Outputs of 4 MB or more (aligned to a batch, as tenferro's arrays are) of a pass bound by
-  // memory are written around the caches (stream_cost).
+  // The outputs of a pass bound by memory (stream_cost), aligned to a batch as tenferro's arrays
+  // are, go around the caches when together they exceed the store rule's threshold
+  // (core/streaming.hpp).
   const bool stream = [&] {
-    bool aligned = pass_cost<Reds, Stores> <= stream_cost && NS > 0 && !sums &&
-                   n * sizeof(T) >= tenferro::detail::stream_bytes;
-    std::apply(
-        [&](const auto&... t) {
-          ((aligned = aligned && reinterpret_cast<std::uintptr_t>(t.out) % sizeof(B) == 0), ...);
-        },
-        stores);
-    return aligned;
+    if constexpr (pass_cost<Reds, Stores> > stream_cost || NS == 0) {
+      return false;
+    } else {
+      bool aligned = !sums;
+      std::apply(
+          [&](const auto&... t) {
+            ((aligned = aligned && reinterpret_cast<std::uintptr_t>(t.out) % sizeof(B) == 0), ...);
+          },
+          stores);
+      return aligned && tenferro::detail::streams_outputs(n * sizeof(T), NS);
+    }
   }();
+  if (stream) tenferro::detail::streamed_passes().fetch_add(1, std::memory_order_relaxed);
 
   // Chunks [first, last) with stores `st` and leaves `lv`, whose element 0 is element `offset` of
   // the pass: the partials of all but the last come out of the loop, the last one's after its
