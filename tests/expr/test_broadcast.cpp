@@ -60,6 +60,13 @@ TEST_CASE("broadcasting NumPy-style, with gradients summed back") {
   CHECK(text.find("[2]") != std::string::npos);
   CHECK(text.find("[2, 3]") != std::string::npos);
   CHECK(text.find("eval") != std::string::npos);
+  // Empty, but 2^80 elements counted over its non-zero extents: too many, whether the input is
+  // read in place (one shape) or bound (two shapes).
+  const vec huge = vec::from_shape({0, std::size_t(1) << 40, std::size_t(1) << 40});
+  const std::string in_place = message_of([&] { (void)eval(x * 2.0, huge); }, ErrorKind::InvalidArgument);
+  CHECK(in_place.find("too many elements") != std::string::npos);
+  CHECK(in_place.find("[0, 1099511627776, 1099511627776]") != std::string::npos);
+  CHECK(kind_of([&] { (void)eval(x * y, huge, vec{1.0}); }) == ErrorKind::InvalidArgument);
 }
 
 TEST_CASE("jvp through broadcasting: each tangent has its input's shape") {

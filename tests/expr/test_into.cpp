@@ -260,25 +260,29 @@ TEST_CASE("_into with inputs of one shape allocates nothing, up to 2^20 elements
   const std::size_t n = std::size_t(1) << 20;
   const vec a = wave(n, 0.2), b = wave(n, 0.9);
   vec ga = vec::from_shape({n}), gb = vec::from_shape({n}), out = vec::from_shape({n});
-  double v = 0;
+  vec tangent = vec::from_shape({n});
+  double v = 0, jv = 0, jt = 0;
   const auto f = sum(sin(x) * y + exp(x * y));
-  // Warm: thread-local state, and the store rule's threshold (read once per process).
-  value_and_grad_into(f, std::tie(v, ga, gb), a, b);
-  vjp_into(x * exp(y), a, std::tie(ga, gb), a, b);
-  eval_into(x * y + 1.0, out, a, b);
+  auto calls = [&] {
+    value_and_grad_into(f, std::tie(v, ga, gb), a, b);
+    vjp_into(x * exp(y), a, std::tie(ga, gb), a, b);
+    eval_into(x * y + 1.0, out, a, b);
+    jvp_into(x * exp(y), std::tie(out, tangent), std::tie(a, b), std::tie(b, a));
+    jvp_into(f, std::tie(jv, jt), std::tie(a, b), std::tie(b, a));
+  };
+  calls();  // warm: thread-local state, and the store rule's threshold (read once per process)
   const auto before = tenferro::buffer_cache_stats();
   const std::size_t news = allocations.load();
-  value_and_grad_into(f, std::tie(v, ga, gb), a, b);
-  vjp_into(x * exp(y), a, std::tie(ga, gb), a, b);
-  eval_into(x * y + 1.0, out, a, b);
+  calls();
   const std::size_t made = allocations.load() - news;
   const auto after = tenferro::buffer_cache_stats();
   CHECK(made == 0);
   CHECK(after.hits + after.misses == before.hits + before.misses);
   CHECK(v == value_and_grad(f, a, b).value);
+  CHECK(jt == jvp(f, std::tie(a, b), std::tie(b, a)).tangent);
 }
 
-TEST_CASE("value_and_grad allocates its outputs and nothing else, shapes of rank 4 included") {
+TEST_CASE("value_and_grad, eval, vjp and jvp allocate their outputs and nothing else, rank 4 included") {
   // Shapes up to rank 4 live on the stack (xtensor's svector<4>); output buffers come from
   // tenferro's allocator (buffers of 64 KiB or more from the buffer cache, one request each),
   // never from operator new.
@@ -303,6 +307,12 @@ TEST_CASE("value_and_grad allocates its outputs and nothing else, shapes of rank
     const counts values = count([&] { (void)eval(x * y + 1.0, a, b); });
     CHECK(values.first == 0);
     CHECK(values.second == cached);
+    const counts cotangents = count([&] { (void)vjp(x * exp(y), a, a, b); });
+    CHECK(cotangents.first == 0);
+    CHECK(cotangents.second == 2 * cached);
+    const counts tangents = count([&] { (void)jvp(x * exp(y), std::tie(a, b), std::tie(b, a)); });
+    CHECK(tangents.first == 0);
+    CHECK(tangents.second == 2 * cached);
   }
   vec c = vec::from_shape({8, 16, 16, 8});  // 128 KiB
   for (std::size_t i = 0; i < c.size(); ++i) c.data()[i] = 0.001 * static_cast<double>(i % 1000);

@@ -76,9 +76,9 @@ void check_tangents(std::string_view op, const std::tuple<In...>& inputs, const 
                     {"argument 'tangents' ", k, ArrayInput<I> ? " is a scalar" : " is an array",
                      " but input ", k, ArrayInput<I> ? " is an array" : " is a scalar"});
       } else if constexpr (ArrayInput<I>) {
-        const Shape si = shape_of(container_of(input));
-        const Shape st = shape_of(container_of(tangent));
-        if (si != st) {
+        const std::span<const std::size_t> si = shape_view(container_of(input));
+        const std::span<const std::size_t> st = shape_view(container_of(tangent));
+        if (!std::ranges::equal(si, st)) {
           throw_error(ErrorKind::ShapeMismatch, op,
                       {"argument 'tangents' ", k, " has shape ", st, " but input ", k, " has shape ", si});
         }

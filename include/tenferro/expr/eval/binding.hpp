@@ -205,9 +205,10 @@ std::optional<in_place_inputs<T, In...>> bind_in_place(std::size_t shaped_inputs
     };
     (first(in), ...);
     if (!any || !(fits_in_place<T>(in, shape) && ...)) return std::nullopt;
-    std::size_t n = 1;
-    for (const std::size_t e : shape) n *= e;
-    return in_place_inputs<T, In...>{{leaf_in_place<T>(in)...}, shape, n};
+    // A size that overflows is the binding's to report, with its usual error.
+    const std::optional<std::size_t> n = checked_shape_size(shape);
+    if (!n) return std::nullopt;
+    return in_place_inputs<T, In...>{{leaf_in_place<T>(in)...}, shape, *n};
   }
 }
 

@@ -108,13 +108,13 @@ auto padded_leaves(const Leaves& leaves, std::size_t i, std::size_t count,
 // that the whole tree, xsimd's math included, is one loop body: the compiler then computes a
 // subexpression shared by the value and the gradients (exp(x * y) in sin(x) * y + exp(x * y))
 // once. It is instantiated and compiled once per pass: the last partial batch goes through it too
-// (padded, see run_hoisted_pass) by a call rather than a second inlined copy, and a shared subtree
-// whose occurrences differ in their constants is switched off by `ok` at run time rather than by a
-// second copy of the loop.
+// (padded, see run_hoisted_pass) by a call rather than a second inlined copy. Shared lists the
+// subtrees computed once per batch (cse.hpp); every occurrence of one has the same value (the pass
+// checked), so the body holds no run-time test of it.
 template <class T, class Shared, class Reps, class Reds, class Stores, class Leaves, class Acc,
           std::size_t NR>
 TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Stores& stores_in,
-                                                   const std::array<bool, NR>& active, const bool* ok,
+                                                   const std::array<bool, NR>& active,
                                                    const Reps& reps, const Leaves& leaves_in,
                                                    const T* results, T count_n, std::size_t at,
                                                    std::size_t count, Acc& acc, std::array<T, NR>* partial,
@@ -130,8 +130,6 @@ TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Store
   const auto exprs = std::apply([](const auto&... t) { return std::tuple{*t.expr...}; }, stores);
   const auto rep_nodes = std::apply([](const auto&... r) { return std::tuple{*r.node...}; }, reps);
   // And of the flags, which are then known not to change while the loop stores.
-  std::array<bool, Shared::size + 1> ok_local;
-  std::copy_n(ok, ok_local.size(), ok_local.begin());
   const std::array<bool, NR> active_local = active;
   auto step = [&](std::size_t i, Acc& into) {
     const auto registers = std::apply(
@@ -140,23 +138,20 @@ TENFERRO_FLATTEN TENFERRO_ONE_COPY void fused_loop(const Reds& reds, const Store
     constexpr std::size_t M = std::tuple_size_v<Reps>;
     std::array<B, M> shared;
     const element_context<T, std::remove_const_t<decltype(registers)>, Shared, B> ctx{
-        registers, results, count_n, i, shared.data(), ok_local.data()};
+        registers, results, count_n, i, shared.data()};
     [&]<std::size_t... K>(std::index_sequence<K...>) {
       auto fill = [&]<std::size_t Kc>(std::integral_constant<std::size_t, Kc>) {
         using Rep = std::tuple_element_t<Kc, Reps>;
         using S = std::tuple_element_t<Kc, std::remove_const_t<decltype(rep_nodes)>>;
         using P = typename pair_partner<S>::type;
         constexpr std::size_t partner = std::is_void_v<P> ? not_shared : shared_index<Shared, P>;
-        // A subtree holding no constants has one value wherever it occurs: computed, unlooked.
         if constexpr (partner == not_shared) {
-          if (!holds_values<S> || ok_local[Kc]) shared[Kc] = eval_node<Rep::base, B>(std::get<Kc>(rep_nodes), ctx);
+          shared[Kc] = eval_node<Rep::base, B>(std::get<Kc>(rep_nodes), ctx);
         } else if constexpr (pair_slot_of<S> == 0) {
-          if (!holds_values<S> || ok_local[Kc] || ok_local[partner]) {
-            const auto [first, second] =
-                S::op_type::pair_batch(eval_batch<Rep::base, B>(std::get<Kc>(rep_nodes).operand, ctx));
-            shared[Kc] = first;
-            shared[partner] = second;
-          }
+          const auto [first, second] =
+              S::op_type::pair_batch(eval_batch<Rep::base, B>(std::get<Kc>(rep_nodes).operand, ctx));
+          shared[Kc] = first;
+          shared[partner] = second;
         }  // the second half of a pair (a cos with a sin partner): filled with the first
       };
       (void)fill;

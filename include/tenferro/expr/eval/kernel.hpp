@@ -75,7 +75,6 @@ struct element_context {
   T n;                        // element count of the broadcast shape (numel)
   std::size_t i;              // first element
   const B* shared = nullptr;  // values of the shared subtrees in this batch (cse.hpp)
-  const bool* ok = nullptr;   // ok[k]: shared[k] holds the value of every occurrence of subtree k
 };
 
 template <std::size_t Base, class B, class E, class Ctx>
@@ -108,23 +107,12 @@ TENFERRO_ALWAYS_INLINE B eval_node(const E& e, const Ctx& ctx) {
   }
 }
 
-// A shared subtree type whose occurrences differ in their constants (sin(2 * x) + sin(3 * x)),
-// evaluated where it occurs. Out of line: it keeps the flattened loop body small, and it is rare.
-template <std::size_t Base, class B, class E, class Ctx>
-TENFERRO_NOINLINE B eval_unshared(const E& e, const Ctx& ctx) {
-  return eval_node<Base, B>(e, ctx);
-}
-
+// A shared subtree has one value wherever it occurs in the pass: the pass checks that before it
+// runs the loop with sharing (run_hoisted_pass), so the loop body looks nothing up at run time.
 template <std::size_t Base, class B, class E, class Ctx>
 TENFERRO_ALWAYS_INLINE B eval_batch(const E& e, const Ctx& ctx) {
-  constexpr std::size_t k = shared_index<typename Ctx::shared_types, E>;
-  if constexpr (k != not_shared && !holds_values<E>) {
-    return ctx.shared[k];  // every occurrence has the one value: no run-time look
-  } else if constexpr (k != not_shared) {
-    if (ctx.ok[k]) [[likely]] {
-      return ctx.shared[k];
-    }
-    return eval_unshared<Base, B>(e, ctx);
+  if constexpr (constexpr std::size_t k = shared_index<typename Ctx::shared_types, E>; k != not_shared) {
+    return ctx.shared[k];
   } else {
     return eval_node<Base, B>(e, ctx);
   }

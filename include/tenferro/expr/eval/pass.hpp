@@ -103,31 +103,41 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   const auto reps = [&]<class... S>(type_list<S...>) {
     return std::tuple{first_in_pass<S>(reds, stores)...};
   }(Shared{});
-  // ok[k]: every occurrence of shared subtree k holds the same constants as the one computed
-  // (equal types can differ there: sin(2 * x) and sin(3 * x)); the others are evaluated where
-  // they occur.
-  constexpr std::size_t M = Shared::size;
-  std::array<bool, M + 1> ok;  // never empty
-  ok.fill(true);
-  if constexpr (M > 0) {
+  // Sharing is sound when every occurrence of each shared subtree has the value of the one
+  // computed. Equal types can differ in their constants (sin(2 * x) and sin(3 * x)); a pass where
+  // one does runs a second copy of the loop without sharing, compiled only when a shared subtree
+  // holds constants at all. Decided once here, so the loop body tests nothing per batch.
+  constexpr bool may_differ = []<class... S>(type_list<S...>) { return (holds_values<S> || ... || false); }(Shared{});
+  bool share = true;
+  if constexpr (may_differ) {
     for_each_tree([&](const auto& tree, auto) {
       for_each_subtree(tree, [&](const auto& node) {
         using N = std::remove_cvref_t<decltype(node)>;
         constexpr std::size_t k = shared_index<Shared, N>;
-        if constexpr (k != not_shared) {
-          // A cos filled by its sin partner's sincos (the second half of a pair filled by the first)
-          // needs the first's operand; anything else
-          // its own first occurrence.
+        if constexpr (k != not_shared && holds_values<N>) {
+          // A cos filled by its sin partner's sincos (the second half of a pair filled by the
+          // first) needs the first's operand; anything else its own first occurrence.
           using P = typename pair_partner<N>::type;
           if constexpr (pair_slot_of<N> == 1 && shared_index<Shared, P> != not_shared) {
-            ok[k] = ok[k] && same_values(node.operand, std::get<shared_index<Shared, P>>(reps).node->operand);
+            share = share && same_values(node.operand, std::get<shared_index<Shared, P>>(reps).node->operand);
           } else {
-            ok[k] = ok[k] && same_values(node, *std::get<k>(reps).node);
+            share = share && same_values(node, *std::get<k>(reps).node);
           }
         }
       });
     });
   }
+  auto loop = [&](const Stores& st, const Leaves& lv, std::size_t at, std::size_t count, auto& into,
+                  std::array<T, NR>* to, std::size_t flushes, bool streaming) {
+    if constexpr (may_differ) {
+      if (!share) {
+        fused_loop<T, type_list<>>(reds, st, active, std::tuple<>{}, lv, results, count_n, at, count, into, to,
+                                   flushes, streaming);
+        return;
+      }
+    }
+    fused_loop<T, Shared>(reds, st, active, reps, lv, results, count_n, at, count, into, to, flushes, streaming);
+  };
 
   // The outputs of a pass bound by memory (stream_cost), aligned to a batch as tenferro's arrays
   // are, go around the caches when together they exceed the store rule's threshold
@@ -162,8 +172,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
     (std::make_index_sequence<NR>{});
 
     const std::size_t body_end = begin + (end - begin) / W * W;
-    fused_loop<T, Shared>(reds, st, active, ok.data(), reps, lv, results, count_n, begin, body_end - begin,
-                          acc, NR > 0 ? partial + first : nullptr, last - 1 - first, stream);
+    loop(st, lv, begin, body_end - begin, acc, NR > 0 ? partial + first : nullptr, last - 1 - first, stream);
     if (body_end < end) {
       // The last partial batch: inputs padded with an in-domain value, outputs written to a
       // batch-sized buffer and copied out, reductions masked to the valid lanes.
@@ -181,8 +190,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
         ((tail_acc[J] = B(std::tuple_element_t<J, Reds>::op::template identity<T>())), ...);
       }
       (std::make_index_sequence<NR>{});
-      fused_loop<T, Shared>(reds, tail_stores, active, ok.data(), reps, tail, results, count_n, 0, W,
-                            tail_acc, partial, 0, false);
+      loop(tail_stores, tail, 0, W, tail_acc, partial, 0, false);
       [&]<std::size_t... J>(std::index_sequence<J...>) {
         ((acc[J] = std::tuple_element_t<J, Reds>::op::combine(
               acc[J], xsimd::select(lanes_below<B>(count), tail_acc[J],
