@@ -77,9 +77,12 @@ typename B::value_type horizontal(const B& acc) {
   using T = typename B::value_type;
   alignas(64) std::array<T, B::size> lanes{};
   acc.store_unaligned(lanes.data());
-  T total = lanes[0];
-  for (std::size_t k = 1; k < B::size; ++k) total = Op::combine(total, lanes[k]);
-  return total;
+  // Pairwise, in a fixed order: log2(lanes) dependent combines rather than lanes - 1, which at a
+  // few batches per call were a visible part of the call.
+  for (std::size_t half = B::size / 2; half > 0; half /= 2) {
+    for (std::size_t k = 0; k < half; ++k) lanes[k] = Op::combine(lanes[k], lanes[k + half]);
+  }
+  return lanes[0];
 }
 
 // One padded batch of every array leaf, starting at element i, `count` < batch size valid.
