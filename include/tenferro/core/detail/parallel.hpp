@@ -10,6 +10,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <cstddef>
 #include <memory>
@@ -48,6 +49,13 @@ enum class split { even, adaptive };
 // body(begin, end) for ranges that together cover [0, count) exactly once, on the threads of the
 // current task arena.
 inline void parallel_ranges(std::size_t count, std::size_t grain, split how, range_fn body) {
+  // On one thread: one call over the whole range, in order. Through oneTBB's loop in an arena of
+  // one thread, scaling log_sum_exp's gradient in place (1e6 doubles) took about 216 µs where the
+  // same loop written by hand took 119 (perf samples, one thread pinned).
+  if (tbb::this_task_arena::max_concurrency() == 1) {
+    if (count > 0) body(0, count);
+    return;
+  }
   const tbb::blocked_range<std::size_t> all(0, count, grain);
   // For ThreadSanitizer (core/detail/handoff.hpp): what the caller did before the loop happens
   // before every range, and every range before what the caller does after it.
