@@ -33,11 +33,11 @@ print("| workload | N | `value_and_grad_into` µs | hand-written into µs | `val
       " v&g / hand |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for workload in ["sum_square", "sin_exp", "lse", "normal"]:
-    for n in [1, 16, 1000, 10000, 100000, 1000000]:
+    for n in [1, 16, 1000, 10000, 100000, 1000000, 10000000]:
         into = ours[(workload + "_into", n, 1)]
         hand = ours[(workload + "_handwritten_into", n, 1)]
         vg = ours[(workload + "_value_and_grad", n, 1)]
-        print(f"| {workload} | {n:.0e} | {into:.3f} | {hand:.3f} | {vg:.3f} | {into / hand:.2f} | {vg / hand:.2f} |")
+        print(f"| {workload} | {n:g} | {into:.3f} | {hand:.3f} | {vg:.3f} | {into / hand:.2f} | {vg / hand:.2f} |")
 
 print()
 print("| SIMD math, 4096 doubles in [-3, 3] | xsimd ns/element | tenferro ns/element | tenferro / xsimd |")
