@@ -12,8 +12,6 @@
 #include <tenferro/core/streaming.hpp>
 #include <tenferro/cpu/fused.hpp>
 
-#include <tbb/task_arena.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -232,7 +230,7 @@ void run_deferred_pass(std::span<const planned_value> group, const std::vector<b
     if (streams) stream_fence();
   };
   group[0].state->runtime->backend().run(n * m, [&] {
-    if (blocks > 1 && tbb::this_task_arena::max_concurrency() > 1) {
+    if (blocks > 1) {  // on one thread, parallel_ranges runs them in order
       parallel_ranges(blocks, 2, split::adaptive, run_blocks);
     } else {
       run_blocks(0, blocks);

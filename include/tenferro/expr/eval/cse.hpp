@@ -9,7 +9,7 @@
 //
 // Two subtrees of the same type differ only in their constants (exp(2 * x) and exp(3 * x)), so
 // at the start of a pass every occurrence is compared with the first one; when any differs, the
-// pass runs without sharing.
+// pass shares only the subtrees that hold no constants (their occurrences cannot differ).
 //
 // The two halves of a pair (an op's `paired_with` trait: sin(a) and cos(a) of the same argument)
 // are both shared, even when each occurs once, and come out of one math::sincos (math.hpp), which

@@ -18,8 +18,6 @@
 #include <tenferro/expr/eval/hoist.hpp>
 #include <tenferro/expr/eval/kernel.hpp>
 
-#include <tbb/task_arena.h>
-
 #include <algorithm>
 #include <array>
 #include <tuple>
@@ -105,8 +103,9 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   }(Shared{});
   // Sharing is sound when every occurrence of each shared subtree has the value of the one
   // computed. Equal types can differ in their constants (sin(2 * x) and sin(3 * x)); a pass where
-  // one does runs a second copy of the loop without sharing, compiled only when a shared subtree
-  // holds constants at all. Decided once here, so the loop body tests nothing per batch.
+  // one does runs a second copy of the loop that shares only the subtrees holding no constants
+  // (their occurrences cannot differ), compiled only when a shared subtree holds constants at all.
+  // Decided once here, so the loop body tests nothing per batch.
   constexpr bool may_differ = []<class... S>(type_list<S...>) { return (holds_values<S> || ... || false); }(Shared{});
   bool share = true;
   if constexpr (may_differ) {
@@ -127,12 +126,19 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
       });
     });
   }
+  using Plain = decltype([]<class... S>(type_list<S...>) {
+    return typename concat_lists<std::conditional_t<holds_values<S>, type_list<>, type_list<S>>...>::type{};
+  }(Shared{}));
+  const auto plain_reps = [&]<class... S>(type_list<S...>) {
+    return std::tuple{std::get<shared_index<Shared, S>>(reps)...};
+  }(Plain{});
+  (void)plain_reps;  // unused when no shared subtree holds constants
   auto loop = [&](const Stores& st, const Leaves& lv, std::size_t at, std::size_t count, auto& into,
                   std::array<T, NR>* to, std::size_t flushes, bool streaming) {
     if constexpr (may_differ) {
       if (!share) {
-        fused_loop<T, type_list<>>(reds, st, active, std::tuple<>{}, lv, results, count_n, at, count, into, to,
-                                   flushes, streaming);
+        fused_loop<T, Plain>(reds, st, active, plain_reps, lv, results, count_n, at, count, into, to, flushes,
+                             streaming);
         return;
       }
     }
@@ -253,7 +259,7 @@ void run_hoisted_pass(const Reds& reds, const Stores& stores, const Leaves& leav
   };
 
   constexpr std::size_t cost = pass_cost<Reds, Stores>;
-  if (chunks > 1 && n * cost >= parallel_work && tbb::this_task_arena::max_concurrency() > 1) {
+  if (chunks > 1 && n * cost >= parallel_work) {  // on one thread, parallel_ranges runs them in order
     tenferro::detail::parallel_ranges(chunks, 1, tenferro::detail::split::even, run_chunks);
   } else if (chunks > 0) {
     run_chunks(0, chunks);
