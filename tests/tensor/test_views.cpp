@@ -12,6 +12,7 @@
 #include <tbb/task_arena.h>
 
 #include <cmath>
+#include <complex>
 #include <thread>
 #include <vector>
 
@@ -141,6 +142,49 @@ TEST_CASE("compacting a transposed view walks tiles and gives every element in i
       }
     }
   }
+}
+
+TEST_CASE("compacting broadcasts and column slices copies whole runs, every element in its place") {
+  // Axis 0 repeated (stride 0: a row broadcast down [5, 4, 3]), every axis repeated (one element
+  // broadcast), and axis 0 contiguous with every other column skipped (a slice), also in complex.
+  std::vector<double> v(8 * 4 * 3);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.5 * static_cast<double>(i) - 7;
+  const Tensor t = Tensor::from_vec_col_major<double>({8, 4, 3}, v);
+  const Tensor rows = t.as_strided({5, 4, 3}, {0, 8, 32}, 2).materialized();
+  const Tensor one = t.as_strided({6, 2}, {0, 0}, 9).materialized();
+  const Tensor cols = t.as_strided({8, 2, 3}, {1, 16, 32}, 0).materialized();
+  std::vector<std::complex<double>> z(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) z[i] = {v[i], -v[i]};
+  const Tensor zt = Tensor::from_vec_col_major<std::complex<double>>({8, 4, 3}, z);
+  const Tensor zrows = zt.as_strided({5, 4, 3}, {0, 8, 32}, 2).materialized();
+  for (std::size_t k = 0; k < 3; ++k) {
+    for (std::size_t j = 0; j < 4; ++j) {
+      for (std::size_t i = 0; i < 5; ++i) {
+        INFO(i << ", " << j << ", " << k);
+        REQUIRE(rows.as_slice<double>()[i + 5 * (j + 4 * k)] == v[2 + 8 * j + 32 * k]);
+        REQUIRE(zrows.as_slice<std::complex<double>>()[i + 5 * (j + 4 * k)] == z[2 + 8 * j + 32 * k]);
+      }
+    }
+    for (std::size_t j = 0; j < 2; ++j) {
+      for (std::size_t i = 0; i < 8; ++i) {
+        REQUIRE(cols.as_slice<double>()[i + 8 * (j + 2 * k)] == v[i + 16 * j + 32 * k]);
+      }
+    }
+  }
+  CHECK(elements(one) == std::vector<double>(12, v[9]));
+}
+
+TEST_CASE("a view of the whole buffer in its own layout is the buffer itself: nothing to copy") {
+  const Tensor t = two_by_three();
+  const Tensor same = t.as_strided({2, 3}, {1, 2}, 0);
+  CHECK_FALSE(same.is_view());
+  CHECK(same.shares_storage_with(t));
+  CHECK(same.materialized().shares_storage_with(t));
+  CHECK(elements(same) == elements(t));
+  // Not the whole buffer in its layout: still views.
+  CHECK(t.as_strided({3, 2}, {2, 1}, 0).is_view());  // the transpose
+  CHECK(t.as_strided({6}, {1}, 0).is_view());        // another shape
+  CHECK(t.as_strided({2, 2}, {1, 2}, 2).is_view());  // an offset
 }
 
 TEST_CASE("clone of a view is compact and deep, printing shows the view's logical order") {

@@ -47,9 +47,9 @@ inline std::string format_axes(const Axes& axes) {
 // shapes.
 inline contraction_plan plan_contraction(std::string_view op, const Shape& a, const Shape& b,
                                          const DotGeneralConfig& c) {
-  const std::string shapes = " (lhs shape " + format_shape(a) + ", rhs shape " + format_shape(b) + ")";
   auto fail = [&](ErrorKind kind, const std::string& what) {
-    throw Error(kind, std::string(op), what + shapes);
+    throw Error(kind, std::string(op),
+                what + " (lhs shape " + format_shape(a) + ", rhs shape " + format_shape(b) + ")");
   };
   if (c.lhs_contracting.size() != c.rhs_contracting.size()) {
     fail(ErrorKind::Validation, "lhs_contracting " + format_axes(c.lhs_contracting) +
@@ -64,15 +64,16 @@ inline contraction_plan plan_contraction(std::string_view op, const Shape& a, co
   auto mark = [&](const Shape& s, const Axes& contracting, const Axes& batch, std::string_view side) {
     std::vector<bool> used(s.size(), false);
     for (const Axes* list : {&contracting, &batch}) {
-      const std::string name =
-          std::string(side) + (list == &batch ? "_batch " : "_contracting ") + format_axes(*list);
+      auto name = [&] {  // only when failing: no strings on the way of a valid config
+        return std::string(side) + (list == &batch ? "_batch " : "_contracting ") + format_axes(*list);
+      };
       for (const std::size_t axis : *list) {
         if (axis >= s.size()) {
-          fail(ErrorKind::Validation, name + ": axis " + std::to_string(axis) + " is out of range for rank " +
-                                          std::to_string(s.size()));
+          fail(ErrorKind::Validation, name() + ": axis " + std::to_string(axis) +
+                                          " is out of range for rank " + std::to_string(s.size()));
         }
         if (used[axis])
-          fail(ErrorKind::Validation, name + ": axis " + std::to_string(axis) + " is used twice");
+          fail(ErrorKind::Validation, name() + ": axis " + std::to_string(axis) + " is used twice");
         used[axis] = true;
       }
     }

@@ -51,6 +51,9 @@ inline void check_permutation(std::string_view op, const Shape& shape, const Axe
 inline Tensor transpose(const Tensor& x, const Axes& perm, std::string_view op) {
   const Shape shape = x.shape();
   check_permutation(op, shape, perm);
+  bool identity = true;  // the tensor itself: no view to make (contractions transpose by it often)
+  for (std::size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == d;
+  if (identity) return x;
   const Strides own = x.strides();
   Shape out_shape(perm.size());
   Strides strides(perm.size());

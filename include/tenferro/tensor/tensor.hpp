@@ -346,6 +346,12 @@ TENFERRO_INLINE Tensor Tensor::as_strided(Shape shape, Strides strides, std::ptr
       if (low < 0 || high >= buffer) refuse("reach outside the buffer");
     }
   }
+  // The whole buffer in its own column-major layout is the buffer itself, not a view (a transpose
+  // by the identity, a reshape to the buffer's shape): materialized() then copies nothing.
+  const bool whole =
+      offset == 0 && strides == column_major_strides(shape) &&
+      std::visit([&](const auto& a) { return std::ranges::equal(a.shape(), shape); }, *storage_);
+  if (whole) return Tensor(storage_);
   Tensor out(storage_);
   auto view = std::make_shared<detail::view_layout>();
   view->shape = std::move(shape);

@@ -79,7 +79,21 @@ void copy_to_compact(const T* src, std::span<const std::size_t> shape,
     }
   }
   if (p == rank || shape[0] < tile || shape[p] < tile) {
-    for_each_column_major(shape, strides, [&](std::size_t k, std::ptrdiff_t at) { dst[k] = src[at]; });
+    if (rank == 0 || (strides[0] != 0 && strides[0] != 1)) {
+      for_each_column_major(shape, strides, [&](std::size_t k, std::ptrdiff_t at) { dst[k] = src[at]; });
+      return;
+    }
+    // Whole runs along axis 0: one element repeated (a broadcast) or a contiguous copy.
+    const std::size_t run = shape[0];
+    const bool repeated = strides[0] == 0;
+    for_each_column_major(shape.subspan(1), strides.subspan(1), [&](std::size_t r, std::ptrdiff_t at) {
+      T* d = dst + r * run;
+      if (repeated) {
+        std::fill_n(d, run, src[at]);
+      } else {
+        std::copy_n(src + at, run, d);
+      }
+    });
     return;
   }
   // The other axes are walked as an odometer around the tiled pair (axis 0, axis p).
