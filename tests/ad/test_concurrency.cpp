@@ -4,7 +4,7 @@
 #include <tenferro/core/detail/config.hpp>  // TENFERRO_SANITIZED_HEAP
 #include <tenferro/eager.hpp>
 
-#include <tenferro/core/detail/parallel.hpp>  // parallel_ranges: oneTBB's parallel_for, seen by ThreadSanitizer
+#include <tenferro/core/detail/parallel.hpp>  // parallel_ranges: the parallel loop, seen by ThreadSanitizer
 
 #include <catch2/catch.hpp>
 
@@ -106,7 +106,7 @@ TEST_CASE("regression: four threads sharing one runtime, each with its own graph
 }
 
 TEST_CASE(
-    "eager work from inside parallel_for tasks of the runtime's own arena, 1000 times (200 under a "
+    "eager work from inside the tasks of a parallel loop in the runtime's own arena, 1000 times (200 under a "
     "sanitizer), no deadlock") {
   const watchdog guard("eager work inside the runtime's arena", 300);
   const auto want = references(8);

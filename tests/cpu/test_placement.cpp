@@ -5,7 +5,7 @@
 #include <tenferro/expr.hpp>
 
 #include <tbb/task_arena.h>
-#include <tenferro/core/detail/parallel.hpp>  // parallel_ranges: oneTBB's parallel_for, seen by ThreadSanitizer
+#include <tenferro/core/detail/parallel.hpp>  // parallel_ranges: the parallel loop, seen by ThreadSanitizer
 
 #include <catch2/catch.hpp>
 
@@ -16,11 +16,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -247,6 +250,58 @@ TEST_CASE("re-entry: a session or kernel of a backend may enter the same backend
     detail::parallel_ranges(16, 1, detail::split::even, task);
   });
   for (int i = 0; i < 16; ++i) CHECK(sums[static_cast<std::size_t>(i)] == 2.0 * i * 40000);
+}
+
+TEST_CASE("parallel loops: every index once, ranges as the split says, both threads, errors stop the loop") {
+  const auto cpu = CpuBackend::with_threads(2);
+  cpu.execute([&] {
+    for (const auto how : {detail::split::even, detail::split::adaptive}) {
+      for (const std::size_t count : {0, 1, 7, 64, 1000, 100003}) {
+        for (const std::size_t grain : {1, 3, 4096}) {
+          INFO("split " << static_cast<int>(how) << ", count " << count << ", grain " << grain);
+          std::vector<std::atomic<int>> hits(count);
+          std::atomic<std::size_t> calls{0}, short_ranges{0}, uneven{0};
+          auto body = [&](std::size_t begin, std::size_t end) {
+            ++calls;
+            if (end - begin < grain && end != count) ++short_ranges;
+            if (how == detail::split::even && end - begin != grain && end != count) ++uneven;
+            for (std::size_t i = begin; i < end; ++i) ++hits[i];
+          };
+          detail::parallel_ranges(count, grain, how, body);
+          CHECK(std::all_of(hits.begin(), hits.end(), [](const auto& h) { return h == 1; }));
+          CHECK(short_ranges == 0);
+          CHECK(uneven == 0);
+          if (how == detail::split::even && count > grain) CHECK(calls == (count + grain - 1) / grain);
+          if (how == detail::split::adaptive && count > 0) CHECK(calls <= (count + grain - 1) / grain);
+        }
+      }
+    }
+
+    // Ranges that take a while are shared by both threads of the arena.
+    std::mutex m;
+    std::vector<std::thread::id> ids;
+    auto slow = [&](std::size_t, std::size_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const std::lock_guard<std::mutex> lock(m);
+      if (std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end())
+        ids.push_back(std::this_thread::get_id());
+    };
+    detail::parallel_ranges(32, 1, detail::split::even, slow);
+    CHECK(ids.size() == 2);
+
+    // An exception in one range reaches the caller; the threads take no new range after it.
+    std::atomic<std::size_t> ran{0};
+    auto failing = [&](std::size_t begin, std::size_t) {
+      ++ran;
+      if (begin == 3) throw std::runtime_error("range 3 failed");
+    };
+    CHECK_THROWS_WITH(detail::parallel_ranges(1000, 1, detail::split::even, failing), "range 3 failed");
+    CHECK(ran < 1000);
+    std::atomic<std::size_t> after{0};
+    auto count_all = [&](std::size_t begin, std::size_t end) { after += end - begin; };
+    detail::parallel_ranges(1000, 1, detail::split::even, count_all);
+    CHECK(after == 1000);
+  });
 }
 
 TEST_CASE("results are bit for bit the same on 1 and 2 threads and on every placement") {

@@ -1,6 +1,6 @@
 // Splitting a loop over [0, count) with oneTBB in the current task arena, behind a type-erased
-// body. tbb::parallel_for instantiates a task type, its execution, splitting and cancellation for every
-// body type; every fused pass has a body type of its own, so calling it directly costs that
+// body. A oneTBB loop template instantiates a task type, its execution, splitting and cancellation for
+// every body type; every fused pass has a body type of its own, so calling one directly costs that
 // instantiation per pass (in the compile time of every translation unit that takes a gradient).
 // Through range_fn it is instantiated once per translation unit; the price is one indirect call
 // per range, each range being thousands of elements.
@@ -8,10 +8,11 @@
 
 #include <tenferro/core/detail/handoff.hpp>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
+#include <tbb/task_group.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <type_traits>
@@ -42,36 +43,65 @@ class range_fn {
   void (*call_)(void*, std::size_t, std::size_t);
 };
 
-// How parallel_ranges splits: `even` down to ranges of at most `grain` indices, one task each;
-// `adaptive` as oneTBB's auto partitioner chooses (ranges of at least about `grain` indices).
+// How parallel_ranges calls its body: `even` once per range of exactly `grain` indices (the last
+// may be shorter); `adaptive` once per share a thread takes (whole ranges of `grain` indices).
 enum class split { even, adaptive };
 
 // body(begin, end) for ranges that together cover [0, count) exactly once, on the threads of the
 // current task arena.
+//
+// The calling thread and one task per other thread of the arena (oneTBB's task_group) take shares
+// of the ranges from one shared counter until none is left, each share a run of neighbouring ranges
+// of 1 / (2 * threads) of those left (guided scheduling). A thread thus walks long runs of memory
+// (interleaving single ranges between two threads made a memory-bound pass over 1e7 doubles 1.6x
+// slower), the shares shrink towards the end so the threads finish together, and a thread that
+// starts late or is busy elsewhere simply takes fewer. Unlike tbb::parallel_for, whose last task
+// reads a node on the caller's stack after the caller may already see the loop finished, everything
+// a task does to the caller's stack here is atomic and ends in the task group's count, which the
+// caller reads with acquire ordering before it returns: ThreadSanitizer sees that order too
+// (core/detail/handoff.hpp, tests/tsan.supp).
 inline void parallel_ranges(std::size_t count, std::size_t grain, split how, range_fn body) {
-  // On one thread: one call over the whole range, in order. Through oneTBB's loop in an arena of
-  // one thread, scaling log_sum_exp's gradient in place (1e6 doubles) took about 216 µs where the
-  // same loop written by hand took 119 (perf samples, one thread pinned).
-  if (tbb::this_task_arena::max_concurrency() == 1) {
+  const auto threads = static_cast<std::size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
+  grain = std::max<std::size_t>(grain, 1);
+  // On one thread, or for one range: one call over the whole range, in order. Through oneTBB's
+  // loop in an arena of one thread, scaling log_sum_exp's gradient in place (1e6 doubles) took
+  // about 216 µs where the same loop written by hand took 119 (perf samples, one thread pinned).
+  if (threads == 1 || count <= grain) {
     if (count > 0) body(0, count);
     return;
   }
-  const tbb::blocked_range<std::size_t> all(0, count, grain);
+  const std::size_t ranges = (count + grain - 1) / grain;
+  std::atomic<std::size_t> next{0};  // the first range no thread has taken
   // For ThreadSanitizer (core/detail/handoff.hpp): what the caller did before the loop happens
   // before every range, and every range before what the caller does after it.
   tsan_handoff fork, join;
-  auto run = [body, &fork, &join](const tbb::blocked_range<std::size_t>& r) {
+  auto work = [&] {
     fork.acquire();
     const tsan_release_at_exit done{join};
-    body(r.begin(), r.end());
+    for (;;) {
+      std::size_t first = next.load(std::memory_order_relaxed);
+      std::size_t share = 0;
+      do {
+        if (first >= ranges) return;
+        share = std::max<std::size_t>(1, (ranges - first) / (2 * threads));
+      } while (!next.compare_exchange_weak(first, first + share, std::memory_order_relaxed));
+      try {
+        if (how == split::adaptive) {
+          body(first * grain, std::min(count, (first + share) * grain));
+        } else {
+          for (std::size_t r = first; r < first + share; ++r) body(r * grain, std::min(count, (r + 1) * grain));
+        }
+      } catch (...) {
+        next.store(ranges, std::memory_order_relaxed);  // the others stop after their current share
+        throw;                                          // rethrown by run_and_wait once all have stopped
+      }
+    }
   };
+  tbb::task_group group;  // made before the hand-off: the tasks' last act is to count down in it
   fork.release();
   const tsan_acquire_at_exit joined{join};
-  if (how == split::even) {
-    tbb::parallel_for(all, run, tbb::simple_partitioner{});
-  } else {
-    tbb::parallel_for(all, run, tbb::auto_partitioner{});
-  }
+  for (std::size_t t = 1; t < std::min(threads, ranges); ++t) group.run(work);
+  group.run_and_wait(work);
 }
 
 }  // namespace tenferro::detail
