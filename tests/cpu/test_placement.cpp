@@ -5,6 +5,7 @@
 #include <tenferro/expr.hpp>
 
 #include <tbb/task_arena.h>
+#include <tbb/task_group.h>
 #include <tenferro/core/detail/parallel.hpp>  // parallel_ranges: the parallel loop, seen by ThreadSanitizer
 
 #include <catch2/catch.hpp>
@@ -289,18 +290,37 @@ TEST_CASE("parallel loops: every index once, ranges as the split says, both thre
     detail::parallel_ranges(32, 1, detail::split::even, slow);
     CHECK(ids.size() == 2);
 
-    // An exception in one range reaches the caller; the threads take no new range after it.
+    // An exception in one range reaches the caller, and the threads start no range after it: the
+    // first range throws once the other thread is inside its share, which then finishes at most the
+    // range it is in (1 ms each; without the stop it would run the rest of its share, 12 ranges or
+    // more).
     std::atomic<std::size_t> ran{0};
     auto failing = [&](std::size_t begin, std::size_t) {
       ++ran;
-      if (begin == 3) throw std::runtime_error("range 3 failed");
+      if (begin == 0) {
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (ran < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+        throw std::runtime_error("range 0 failed");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     };
-    CHECK_THROWS_WITH(detail::parallel_ranges(1000, 1, detail::split::even, failing), "range 3 failed");
-    CHECK(ran < 1000);
+    CHECK_THROWS_WITH(detail::parallel_ranges(64, 1, detail::split::even, failing), "range 0 failed");
+    CHECK(ran <= 4);
     std::atomic<std::size_t> after{0};
     auto count_all = [&](std::size_t begin, std::size_t end) { after += end - begin; };
     detail::parallel_ranges(1000, 1, detail::split::even, count_all);
     CHECK(after == 1000);
+
+    // A loop run by a task whose group was cancelled still covers every index.
+    tbb::task_group outer;
+    std::atomic<std::size_t> covered{0};
+    auto count_covered = [&](std::size_t begin, std::size_t end) { covered += end - begin; };
+    const auto status = outer.run_and_wait([&] {
+      outer.cancel();
+      detail::parallel_ranges(1000, 1, detail::split::even, count_covered);
+    });
+    CHECK(status == tbb::canceled);
+    CHECK(covered == 1000);
   });
 }
 

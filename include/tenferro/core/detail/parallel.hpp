@@ -43,8 +43,10 @@ class range_fn {
   void (*call_)(void*, std::size_t, std::size_t);
 };
 
-// How parallel_ranges calls its body: `even` once per range of exactly `grain` indices (the last
-// may be shorter); `adaptive` once per share a thread takes (whole ranges of `grain` indices).
+// How parallel_ranges calls its body when it splits the loop: `even` once per range of exactly
+// `grain` indices (the last may be shorter), so the boundaries do not depend on the threads;
+// `adaptive` once per share a thread takes (whole ranges of `grain` indices). On one thread, or
+// when `count <= grain`, both call it once over [0, count).
 enum class split { even, adaptive };
 
 // body(begin, end) for ranges that together cover [0, count) exactly once, on the threads of the
@@ -56,10 +58,14 @@ enum class split { even, adaptive };
 // (interleaving single ranges between two threads made a memory-bound pass over 1e7 doubles 1.6x
 // slower), the shares shrink towards the end so the threads finish together, and a thread that
 // starts late or is busy elsewhere simply takes fewer. Unlike tbb::parallel_for, whose last task
-// reads a node on the caller's stack after the caller may already see the loop finished, everything
-// a task does to the caller's stack here is atomic and ends in the task group's count, which the
+// reads a node on the caller's stack after the caller may already see the loop finished, a task here
+// touches the caller's stack only between the fork and join hand-offs (plain reads of the captures,
+// atomic updates of the counters), and after the join only the task group's own count, which the
 // caller reads with acquire ordering before it returns: ThreadSanitizer sees that order too
 // (core/detail/handoff.hpp, tests/tsan.supp).
+//
+// The task group has an isolated context: a loop run inside a task whose group was cancelled (or
+// failed) still covers every index, instead of silently skipping all of them.
 inline void parallel_ranges(std::size_t count, std::size_t grain, split how, range_fn body) {
   const auto threads = static_cast<std::size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
   grain = std::max<std::size_t>(grain, 1);
@@ -70,8 +76,9 @@ inline void parallel_ranges(std::size_t count, std::size_t grain, split how, ran
     if (count > 0) body(0, count);
     return;
   }
-  const std::size_t ranges = (count + grain - 1) / grain;
+  const std::size_t ranges = count / grain + (count % grain != 0);
   std::atomic<std::size_t> next{0};  // the first range no thread has taken
+  std::atomic<bool> failed{false};   // a range threw: the others stop before their next range
   // For ThreadSanitizer (core/detail/handoff.hpp): what the caller did before the loop happens
   // before every range, and every range before what the caller does after it.
   tsan_handoff fork, join;
@@ -89,15 +96,19 @@ inline void parallel_ranges(std::size_t count, std::size_t grain, split how, ran
         if (how == split::adaptive) {
           body(first * grain, std::min(count, (first + share) * grain));
         } else {
-          for (std::size_t r = first; r < first + share; ++r) body(r * grain, std::min(count, (r + 1) * grain));
+          for (std::size_t r = first; r < first + share && !failed.load(std::memory_order_relaxed); ++r)
+            body(r * grain, std::min(count, (r + 1) * grain));
         }
       } catch (...) {
-        next.store(ranges, std::memory_order_relaxed);  // the others stop after their current share
+        failed.store(true, std::memory_order_relaxed);
+        next.store(ranges, std::memory_order_relaxed);  // and no thread takes a new share
         throw;                                          // rethrown by run_and_wait once all have stopped
       }
     }
   };
-  tbb::task_group group;  // made before the hand-off: the tasks' last act is to count down in it
+  // Both made before the hand-off: the tasks' last act is to count down in the group.
+  tbb::task_group_context context{tbb::task_group_context::isolated};
+  tbb::task_group group{context};
   fork.release();
   const tsan_acquire_at_exit joined{join};
   for (std::size_t t = 1; t < std::min(threads, ranges); ++t) group.run(work);
