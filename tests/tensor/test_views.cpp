@@ -181,6 +181,13 @@ TEST_CASE("a view of the whole buffer in its own layout is the buffer itself: no
   CHECK(same.shares_storage_with(t));
   CHECK(same.materialized().shares_storage_with(t));
   CHECK(elements(same) == elements(t));
+  // Through another view and back; an axis of extent 1 steps by any stride.
+  const Tensor back = t.as_strided({6}, {1}, 0).as_strided({2, 3}, {1, 2}, 0);
+  CHECK_FALSE(back.is_view());
+  CHECK(elements(back) == elements(t));
+  const Tensor unit = Tensor::from_vec_col_major<double>({3, 1}, {1, 2, 3}).as_strided({3, 1}, {1, 7}, 0);
+  CHECK_FALSE(unit.is_view());
+  CHECK(elements(unit) == std::vector<double>{1, 2, 3});
   // Not the whole buffer in its layout: still views.
   CHECK(t.as_strided({3, 2}, {2, 1}, 0).is_view());  // the transpose
   CHECK(t.as_strided({6}, {1}, 0).is_view());        // another shape

@@ -273,6 +273,19 @@ TENFERRO_INLINE std::shared_ptr<tensor_storage> compact_copy(const tensor_storag
       },
       buffer);
 }
+
+// True when `strides` step through `shape` densely in column-major order (an axis of extent 1 may
+// have any stride; an empty shape is dense).
+TENFERRO_INLINE bool dense_column_major(std::span<const std::size_t> shape,
+                                        std::span<const std::ptrdiff_t> strides) noexcept {
+  std::ptrdiff_t expected = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return true;
+    if (shape[d] != 1 && strides[d] != expected) return false;
+    expected *= static_cast<std::ptrdiff_t>(shape[d]);
+  }
+  return true;
+}
 }  // namespace detail
 
 TENFERRO_INLINE Tensor::Tensor()
@@ -308,14 +321,7 @@ TENFERRO_INLINE std::span<const std::ptrdiff_t> Tensor::stored_strides() const n
 }
 
 TENFERRO_INLINE bool Tensor::is_contiguous() const noexcept {
-  if (!view_) return true;
-  std::ptrdiff_t expected = 1;
-  for (std::size_t d = 0; d < view_->shape.size(); ++d) {
-    if (view_->shape[d] == 0) return true;
-    if (view_->shape[d] != 1 && view_->strides[d] != expected) return false;
-    expected *= static_cast<std::ptrdiff_t>(view_->shape[d]);
-  }
-  return true;
+  return !view_ || detail::dense_column_major(view_->shape, view_->strides);
 }
 
 TENFERRO_INLINE Tensor Tensor::as_strided(Shape shape, Strides strides, std::ptrdiff_t offset) const {
@@ -349,7 +355,7 @@ TENFERRO_INLINE Tensor Tensor::as_strided(Shape shape, Strides strides, std::ptr
   // The whole buffer in its own column-major layout is the buffer itself, not a view (a transpose
   // by the identity, a reshape to the buffer's shape): materialized() then copies nothing.
   const bool whole =
-      offset == 0 && strides == column_major_strides(shape) &&
+      offset == 0 && detail::dense_column_major(shape, strides) &&
       std::visit([&](const auto& a) { return std::ranges::equal(a.shape(), shape); }, *storage_);
   if (whole) return Tensor(storage_);
   Tensor out(storage_);
